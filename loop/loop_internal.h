@@ -1,0 +1,148 @@
+/* loop/loop_internal.h: what the loop offers the layers above it (sched/,
+ * agents/) and nothing else. The loop knows nothing of schedulers: the
+ * scheduler plugs its queues in as a task provider, and scheduling states are
+ * opaque refcounted objects whose destroy function their creator supplies.
+ *
+ * Threads: everything here is owner-thread only unless named _from_any_thread.
+ */
+#ifndef PTSCHED_LOOP_INTERNAL_H
+#define PTSCHED_LOOP_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ptsched/loop.h"
+#include "sync/mpsc.h"
+
+/* ---- owner-thread checks (debug builds) ---- */
+
+/* True when the calling thread owns the loop. */
+bool pts__loop_is_owner(const pts_loop *loop);
+/* In debug builds: if the caller is not the owner, print "ptsched: <fn> called
+ * from a foreign thread" to stderr and return true. Always false with NDEBUG. */
+bool pts__loop_foreign(const pts_loop *loop, const char *fn);
+#define PTS__CHECK_OWNER(loop)                                                 \
+  do {                                                                         \
+    if (pts__loop_foreign((loop), __func__)) return PTS_EFOREIGN;              \
+  } while (0)
+
+/* Bind the loop to the calling thread (the agents' pool moves loops between
+ * threads; only while the loop is not running). */
+void pts__loop_bind_thread(pts_loop *loop);
+
+/* ---- the spec's event-loop state (section 4) ---- */
+
+/* next enqueue order: returns the current value and increments it. Shared by
+ * every scheduler of the loop and by ordinary tasks (so user-visible scheduler
+ * work can be FIFO with timers and messages). Starts at 1. */
+uint64_t pts__loop_take_enqueue_order(pts_loop *loop);
+
+/* A scheduling state: opaque to the loop. The creator embeds this header
+ * first in its own struct and sets destroy; refcounts are owner-thread only. */
+struct pts_sched_state {
+  uint32_t refs;
+  void (*destroy)(struct pts_sched_state *state);
+};
+static inline pts_sched_state *pts__state_ref(pts_sched_state *s) {
+  if (s) s->refs++;
+  return s;
+}
+void pts__state_unref(pts_sched_state *s); /* = pts_sched_state_unref */
+
+/* The current scheduling state, borrowed (may be NULL). */
+pts_sched_state *pts__loop_current_state(pts_loop *loop);
+/* Sets it, borrowed: the caller keeps its reference alive while current and
+ * restores the previous value afterwards. Returns the previous value. */
+pts_sched_state *pts__loop_swap_state(pts_loop *loop, pts_sched_state *state);
+
+/* The background, unabortable state that idle callbacks run with (spec
+ * section 4, requestIdleCallback). The scheduler layer installs a factory; the
+ * loop calls it (new reference) when an idle callback runs. NULL if none. */
+void pts__loop_set_idle_state_factory(pts_loop *loop,
+                                      pts_sched_state *(*make)(pts_loop *));
+
+/* ---- tasks, embeddable (no allocation) ---- */
+
+/* An ordinary task node, embedded in its owner. Linked in one of a global's
+ * source queues while queued. */
+typedef struct pts__task {
+  struct pts__task *next, *prev; /* queue links, owned by the loop */
+  uint64_t order;                /* enqueue order, set when queued */
+  pts_global *global;
+  pts_task_fn fn;
+  void *data;
+} pts__task;
+
+void pts__task_init(pts__task *t, pts_global *g, pts_task_fn fn, void *data);
+/* Queue on a source. PTS_ECLOSED if the global is detached. */
+int pts__task_queue(pts__task *t, pts_task_source source);
+/* Remove a queued task without running it (fn not called). True if it was
+ * queued. */
+bool pts__task_dequeue(pts__task *t);
+
+/* ---- timers: "run steps after a timeout", embeddable ---- */
+
+/* At expiry the loop calls fn(data, 0) directly on the owner thread, in its
+ * timer phase (not as a task: these are the spec's in-parallel completion
+ * steps; a caller that wants a task queues one). Timers are ordered by
+ * (deadline, start sequence). An inactive global's timers stop counting down.
+ * When the global is detached or the loop freed, fn(data, PTS_ECANCELED). */
+typedef struct pts__timer {
+  uint64_t deadline;   /* ns, loop time */
+  uint64_t seq;        /* start sequence: equal deadlines fire in start order */
+  uint64_t remaining;  /* ns left while the global is inactive */
+  uint32_t heap_index; /* position in the loop's heap; UINT32_MAX if not in it */
+  uint32_t state;      /* owned by the loop */
+  struct pts__timer *gnext, *gprev; /* the global's list of its timers */
+  pts_global *global;
+  pts_task_fn fn;
+  void *data;
+} pts__timer;
+
+void pts__timer_init(pts__timer *t, pts_global *g, pts_task_fn fn, void *data);
+/* delay_ns saturates: a deadline past the end of time never fires. */
+int pts__timer_start(pts__timer *t, uint64_t delay_ns);
+/* Stops a started timer; fn will not be called. True if it was pending. */
+bool pts__timer_stop(pts__timer *t);
+
+/* ---- commands through the inbox, embeddable ---- */
+
+/* A command sent from any thread: fn(cmd, 0) on the owner thread at the next
+ * inbox drain, or fn(cmd, PTS_ECANCELED) when the loop is freed first. */
+typedef struct pts__command {
+  pts__mpsc_node node;
+  void (*fn)(struct pts__command *cmd, int status);
+} pts__command;
+/* Any thread; wakes the loop only if it sleeps. */
+void pts__loop_send_from_any_thread(pts_loop *loop, pts__command *cmd);
+
+/* ---- the task provider: how the scheduler plugs its queues in ---- */
+
+/* Effective priorities 0..5 of spec section 2 (priority x continuation). */
+typedef struct pts__provider_ops {
+  /* The highest effective priority with a runnable task, or -1 if none; sets
+   * *order to that task's enqueue order. Must not scan tasks. */
+  int (*peek)(void *ctx, uint64_t *order);
+  /* Run the task the last peek described (the loop sets no scheduling state:
+   * the task's steps do). The loop runs the microtask checkpoint after. */
+  void (*run_next)(void *ctx);
+  /* A global became active/inactive (what = 1/0) or was detached (what = -1). */
+  void (*global_changed)(void *ctx, pts_global *g, int what);
+  /* The loop is being freed: release everything (reject promises, free). */
+  void (*destroy)(void *ctx);
+} pts__provider_ops;
+
+/* Installs the provider (once per loop; PTS_EBUSY if one is installed). */
+int pts__loop_set_provider(pts_loop *loop, const pts__provider_ops *ops,
+                           void *ctx);
+void *pts__loop_provider_ctx(pts_loop *loop);
+
+/* Per-global slot for the scheduler layer (NULL initially). */
+void **pts__global_sched_slot(pts_global *g);
+
+/* Allocation for per-task objects: a per-loop free-list pool of fixed-size
+ * blocks so steady-state posting does not call malloc (size <= 128). */
+void *pts__loop_pool_alloc(pts_loop *loop, size_t size);
+void pts__loop_pool_free(pts_loop *loop, void *block, size_t size);
+
+#endif /* PTSCHED_LOOP_INTERNAL_H */

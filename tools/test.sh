@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The whole test suite, three times: plain, --config=asan (ASan + UBSan) and
+# --config=tsan. Ends with one line "N passed, N failed" counting individual
+# GoogleTest cases over the three runs (read from Bazel's test.xml files), and
+# exits non-zero if any case failed, any test target failed (e.g. a sanitizer
+# report at exit) or anything did not build.
+#
+# PTS_DISK_CACHE: Bazel's disk cache, shared across clones (default below).
+# PTS_CONFIGS: the configs to run (default "plain asan tsan").
+set -u
+cd "$(dirname "$0")/.."
+bash tools/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
+
+disk=${PTS_DISK_CACHE:-$HOME/.cache/ptsched/bazel-disk}
+mkdir -p "$disk"
+configs=${PTS_CONFIGS:-plain asan tsan}
+targets=$(bazel query --noshow_progress 'tests(//...) except attr(tags, "manual", tests(//...))' 2>/dev/null)
+if [ -z "$targets" ]; then
+  echo "tools/test.sh: no test targets found" >&2
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+
+# attr NAME LINE: the value of attribute NAME in an XML start tag (0 if absent).
+attr() { printf '%s' "$2" | sed -n "s/.* $1=\"\([0-9]*\)\".*/\1/p" | grep . || echo 0; }
+
+passed=0
+failed=0
+out=$(mktemp)
+for cfg in $configs; do
+  flags=(--disk_cache="$disk")
+  [ "$cfg" = plain ] || flags+=("--config=$cfg")
+  echo "== bazel test ${flags[*]} //..." >&2
+  bazel test "${flags[@]}" //... 2>&1 | tee "$out" >&2
+  rc=${PIPESTATUS[0]}
+  cfg_failed_before=$failed
+  logs=$(bazel info "${flags[@]}" bazel-testlogs 2>/dev/null)
+  for t in $targets; do
+    rel=${t#//}; rel=${rel/://}
+    status=$(grep -E "^$t[[:space:]]" "$out" | tail -n 1)
+    xml="$logs/$rel/test.xml"
+    if [ -z "$status" ] || printf '%s' "$status" | grep -q 'TO BUILD\|NO STATUS' || [ ! -f "$xml" ]; then
+      echo "FAILED ($cfg): $t did not build or run" >&2
+      failed=$((failed + 1))
+      continue
+    fi
+    head=$(grep -o '<testsuites[^>]*>' "$xml" | head -n 1)
+    n=$(attr tests "$head"); f=$(attr failures "$head"); e=$(attr errors "$head")
+    d=$(attr disabled "$head"); s=$(attr skipped "$head")
+    bad=$((f + e))
+    if ! printf '%s' "$status" | grep -q PASSED; then
+      echo "FAILED ($cfg): $t" >&2
+      # Every case passed but the target failed (a sanitizer report or a leak
+      # at exit): that is one more failure.
+      [ "$bad" -eq 0 ] && bad=1
+    fi
+    passed=$((passed + n - f - e - d - s))
+    failed=$((failed + bad))
+  done
+  # Bazel failed but no test case did: something else did not build.
+  if [ "$rc" -ne 0 ] && [ "$failed" -eq "$cfg_failed_before" ]; then
+    echo "FAILED ($cfg): bazel exited $rc (a target did not build)" >&2
+    failed=$((failed + 1))
+  fi
+done
+rm -f "$out"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
