@@ -8,5 +8,6 @@
 #include "ptsched/promise.h"
 #include "ptsched/signal.h"
 #include "ptsched/scheduler.h"
+#include "ptsched/agents.h"
 
 #endif /* PTSCHED_H */

@@ -145,4 +145,41 @@ void **pts__global_sched_slot(pts_global *g);
 void *pts__loop_pool_alloc(pts_loop *loop, size_t size);
 void pts__loop_pool_free(pts_loop *loop, void *block, size_t size);
 
+
+/* ---- driving a loop from a worker pool (agents/) ----
+ *
+ * A pool thread owns every loop placed on it and drives them step by step,
+ * choosing between them by its inter-loop policy. These are owner-thread only
+ * (after pts__loop_pool_attach on that thread) and never sleep.
+ */
+
+/* Claims the loop for the calling pool thread: it becomes the owner, and
+ * pts_loop_run from anywhere returns PTS_EBUSY until pts__loop_pool_detach.
+ * PTS_EBUSY if the loop is running. wake(ctx) replaces the loop's own parker
+ * for wake-ups: producers call it after every push to the inbox and on
+ * pts_loop_stop (it must be cheap and thread-safe). */
+int pts__loop_pool_attach(pts_loop *loop, void (*wake)(void *ctx), void *ctx);
+void pts__loop_pool_detach(pts_loop *loop);
+
+/* Urgency classes of the next runnable task, most urgent highest. */
+enum {
+  PTS__URGENCY_NONE = 0, /* nothing runnable now */
+  PTS__URGENCY_IDLE,     /* only idle callbacks */
+  PTS__URGENCY_LOW,      /* scheduler effective priority 0-1 */
+  PTS__URGENCY_FIFO,     /* timers, messages, generic, effective priority 2 */
+  PTS__URGENCY_HIGH,     /* scheduler effective priority >= 3 */
+  PTS__URGENCY_INPUT     /* user input */
+};
+
+/* Applies pending inbox commands and fires due timers (no task runs), then
+ * returns the urgency class of the next runnable task. */
+int pts__loop_poll(pts_loop *loop);
+/* Runs at most one task and its microtask checkpoint (after the same inbox
+ * and timer steps). Returns 1 if a task ran. */
+int pts__loop_step(pts_loop *loop);
+/* Earliest timer deadline in loop time (ns), or UINT64_MAX if none. */
+uint64_t pts__loop_next_deadline(pts_loop *loop);
+/* Consumes a pending pts_loop_stop() request; true if there was one. */
+bool pts__loop_take_stop(pts_loop *loop);
+
 #endif /* PTSCHED_LOOP_INTERNAL_H */

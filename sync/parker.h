@@ -27,6 +27,7 @@
 #define PTSCHED_SYNC_PARKER_H
 
 #include <stdalign.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "sync/cacheline.h"
@@ -54,6 +55,10 @@ void pts__parker_park(pts__parker *p, uint64_t timeout_ns);
 void pts__parker_unpark(pts__parker *p);
 /* Counts of futex wakes issued, for tests and benchmarks (relaxed). */
 uint64_t pts__parker_wake_syscalls(const pts__parker *p);
+/* Any thread, a racy snapshot for tests and diagnostics: true once the
+ * consumer has committed to sleeping (in or about to enter futex_wait) and no
+ * unpark has reached it yet. */
+bool pts__parker_is_parked(const pts__parker *p);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,221 @@
+/* agents/agents_impl.h: the private structures of the agents layer (pool.c,
+ * policy.c, remote.c). Nothing outside agents/ includes this.
+ *
+ * Ownership and threads (the invariants every file keeps):
+ * - A pts_pool owns its workers; a worker (one OS thread) owns the loops of the
+ *   agents placed on it, its policy structures and its timer heap. Fields
+ *   marked "owner" are touched only by that worker thread.
+ * - A pts_agent is shared: its handle is reference counted (refs, atomic);
+ *   the gate word admits producers (posters in flight) until the closed bit is
+ *   set; everything else cross-thread is a relaxed counter.
+ * - Every command that enters an agent's loop does so between gate_enter and
+ *   gate_leave, so once the closed bit is set and the in-flight count reads 0,
+ *   no other thread can touch the loop or the worker on the agent's behalf.
+ */
+#ifndef PTSCHED_AGENTS_IMPL_H
+#define PTSCHED_AGENTS_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "loop/loop_internal.h"
+#include "ptsched/agents.h"
+#include "sync/mpsc.h"
+#include "sync/parker.h"
+
+#define container_of(ptr, type, member) \
+  ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+typedef struct pts__worker pts__worker;
+typedef struct pts__drain_wait pts__drain_wait;
+
+/* The gate: bit 63 = closed, the rest = producers between enter and leave. */
+#define PTS__GATE_CLOSED (UINT64_C(1) << 63)
+
+#define PTS__NO_INDEX UINT32_MAX
+
+/* ---- control commands of a worker (add, destroy, shutdown) ---- */
+
+enum { PTS__CTL_ADD = 1, PTS__CTL_DESTROY, PTS__CTL_SHUTDOWN };
+
+/* Arrays of a worker, replaced whole when it grows (allocated by the creator
+ * of the agent that needs the room, so the worker never allocates). */
+typedef struct pts__warrays {
+  uint32_t cap;
+  pts_agent **agents; /* placement order */
+  pts_agent **heap;   /* policy heap (strict, fair) */
+  pts_agent **theap;  /* timer heap */
+  uint64_t *fen;      /* Fenwick tree, 1-based, cap + 1 entries */
+} pts__warrays;
+
+typedef struct pts__ctl {
+  pts__mpsc_node node;
+  int kind;
+  pts_agent *agent;
+  pts__warrays *arrays; /* ADD: new arrays to install first, or NULL */
+} pts__ctl;
+
+/* The pool's record of an origin placed on a thread. */
+typedef struct pts__origin {
+  struct pts__origin *next;
+  char *name;
+  unsigned thread;
+  uint32_t agents;
+} pts__origin;
+
+struct pts_agent {
+  /* Producers' line: every cross-thread operation writes it. */
+  _Alignas(64) _Atomic uint64_t gate;
+  _Atomic uint64_t posted; /* commands pushed by this layer (inbox depth) */
+  /* The wake hook's line: written by the first producer after a drain. */
+  _Alignas(64) atomic_bool signaled;
+  pts__mpsc_node sig_node;
+  _Alignas(64) _Atomic uint32_t refs;
+
+  /* Set at creation, read-only after. */
+  pts_pool *pool; /* valid while the gate is open */
+  pts__worker *w; /* likewise */
+  int thread;
+  uint32_t weight;
+  uint64_t id;
+  char *origin;
+  pts__origin *oe; /* under the pool's mutex */
+  struct pts_agent *reg_next, *reg_prev; /* the pool's registry, under its mutex */
+  /* The loop: set at creation, cleared by the worker once freed. Other threads
+   * read it only inside the gate. */
+  pts_loop *loop;
+  pts__ctl ctl_add, ctl_destroy;
+
+  /* Destroy completion, for pts_agent_destroy(wait). */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool destroyed; /* under mu */
+
+  /* Owner (the worker thread). */
+  pts_scheduler *sched;
+  bool attached;
+  bool dead;          /* torn down */
+  bool unref_on_pop;  /* torn down while its node was on the signaled queue */
+  int urgency;        /* PTS__URGENCY_* from the last poll */
+  uint32_t idx;       /* position in the worker's agents[] */
+  uint32_t hidx;      /* position in the policy heap, or PTS__NO_INDEX */
+  uint32_t tidx;      /* position in the timer heap, or PTS__NO_INDEX */
+  uint64_t deadline;  /* next timer deadline (loop time), UINT64_MAX = none */
+  uint64_t ready_since;
+  uint64_t vruntime;
+  uint64_t tickets;   /* randomized: weight when ready, else 0 */
+  struct pts_agent *rr_next, *rr_prev;
+  bool in_rr;
+  struct pts_agent *due_next;
+  uint64_t applied; /* commands of this layer applied (or released) */
+  pts_remote_controller *rcs; /* registered remote controllers */
+  pts__drain_wait *drainers;
+
+  /* Statistics: written by the owner only (relaxed), read by anyone. */
+  _Atomic uint64_t st_tasks[PTS_CLASS_COUNT];
+  _Atomic uint64_t st_cpu_ns;
+  _Atomic uint64_t st_hist[PTS_DELAY_BUCKETS];
+  _Atomic uint64_t st_applied;
+  _Atomic uint64_t st_inbox_max;
+  /* Cross-thread posts accepted by the scheduler / refused as already
+   * aborted (for the enqueue-order accounting of the stress tests). */
+  _Atomic uint64_t st_posts_enqueued, st_posts_rejected;
+};
+
+struct pts__worker {
+  pts__parker parker;
+  pts__mpsc signaled; /* agents whose loop got a command */
+  pts__mpsc control;  /* pts__ctl */
+  pts_pool *pool;
+  unsigned index;
+  pthread_t tid;
+  bool started;
+  pts__ctl ctl_shutdown;
+
+  /* Placement bookkeeping, under the pool's mutex. */
+  uint32_t norigins, nplaced, planned_cap;
+
+  /* Owner. */
+  pts__warrays *arr;
+  uint32_t nagents, hlen, tlen;
+  pts_agent *rr_head, *rr_tail;
+  uint64_t seq;      /* ready-since sequence (strict, fair ties) */
+  uint64_t min_vr;   /* fair: floor for a newly ready agent */
+  uint64_t total;    /* randomized: sum of tickets */
+  uint64_t rng[4];   /* randomized: xoshiro256** state */
+  uint64_t frame_origin; /* time-partitioned: start of slot 0 */
+
+  /* Statistics (owner writes, relaxed). */
+  _Atomic uint64_t st_steps, st_busy_ns, st_idle_ns, st_wakeups, st_agents;
+  _Atomic uint64_t st_frame_origin;
+};
+
+struct pts_pool {
+  pts_pool_options opts;
+  unsigned n;
+  pts__worker **w;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool shut;            /* under mu */
+  uint32_t nagents;     /* registered agents, under mu */
+  uint64_t next_id;     /* under mu */
+  pts_agent *registry;  /* under mu */
+  pts__origin *origins; /* under mu */
+};
+
+/* The worker and agent the calling thread is running (NULL off the pool). */
+extern _Thread_local pts__worker *pts__tls_worker;
+extern _Thread_local pts_agent *pts__tls_agent;
+
+uint64_t pts__now_ns(void);
+
+/* Relaxed add for single-writer statistics: a load and a store, no RMW. */
+static inline void pts__stat_add(_Atomic uint64_t *c, uint64_t v) {
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
+                        memory_order_relaxed);
+}
+
+/* ---- the gate (pool.c) ---- */
+bool pts__gate_enter(pts_agent *a);
+void pts__gate_leave(pts_agent *a);
+/* Inside the gate: push cmd to the agent's loop and count it. */
+void pts__agent_send(pts_agent *a, pts__command *cmd);
+/* Owner: a command of this layer left the inbox (applied or released). */
+static inline void pts__agent_applied(pts_agent *a) {
+  a->applied++;
+  atomic_store_explicit(&a->st_applied, a->applied, memory_order_relaxed);
+}
+/* Owner: the agent's start-delay histogram. */
+void pts__agent_record_delay(pts_agent *a, uint64_t delay_ns);
+
+/* ---- policies (policy.c), all owner-thread ---- */
+void pts__policy_init(pts__worker *w);
+/* The agents[] array changed (agent added or removed). */
+void pts__policy_layout(pts__worker *w, uint64_t now);
+/* After a poll: the agent's urgency is u; ran says whether it just ran a step
+ * that took cpu_ns. */
+void pts__policy_update(pts__worker *w, pts_agent *a, int u, bool ran,
+                        uint64_t cpu_ns);
+void pts__policy_remove(pts__worker *w, pts_agent *a);
+/* The agent to step now, or NULL; *until (in) UINT64_MAX, (out) when the
+ * answer may change without any event (time-partitioned slot end). */
+pts_agent *pts__policy_pick(pts__worker *w, uint64_t now, uint64_t *until);
+
+/* ---- remote controllers and drains (remote.c), owner-thread ---- */
+/* Teardown: drop every registered controller (they become dead). */
+void pts__agent_release_controllers(pts_agent *a);
+
+struct pts__drain_wait {
+  pts__command cmd;
+  pts_agent *agent;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool done;
+  int status;
+  pts__drain_wait *next;
+};
+void pts__drain_complete(pts__drain_wait *d, int status);
+
+#endif /* PTSCHED_AGENTS_IMPL_H */

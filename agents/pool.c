@@ -1,0 +1,812 @@
+/* agents/pool.c: the worker pool, placement of agents on threads, the worker
+ * thread's loop (wake-ups, timers, policy, steps), the agent lifecycle
+ * (create, destroy, drain) and statistics.
+ *
+ * Invariant: an agent's loop is touched only by its worker thread, except
+ * through the loop's inbox by producers holding the agent's gate. The worker
+ * frees the loop only after the gate is closed and no producer is inside.
+ *
+ * Wake protocol (one worker, any number of producers):
+ * 1. A producer enters the agent's gate, pushes its command to the loop's
+ *    inbox and the loop calls the wake hook (agent_wake).
+ * 2. agent_wake: if exchange(signaled, true) returned false, push the agent's
+ *    node on the worker's signaled queue, then unpark the worker (a system
+ *    call only if it is parked). If it returned true, the node is already
+ *    queued and its pusher unparks.
+ * 3. The worker pops the node, then stores signaled = false (the node is off
+ *    the queue, so a later exchange may push it again), then polls the loop.
+ *    A command pushed before that store is seen by the poll (seq_cst: push <
+ *    exchange reads true < store false < poll); one pushed after makes the
+ *    exchange return false and re-queues the node.
+ * 4. Before parking, the worker prepares its parker and checks both of its
+ *    queues once more (sync/parker.h), so no wake-up is lost.
+ *
+ * Destroy protocol (pts_agent_destroy, from any thread):
+ * 1. The destroyer enters the gate itself, then sets the closed bit
+ *    (fetch_or): from now on every gate_enter fails with PTS_ECLOSED.
+ * 2. It waits until it is the only producer inside (the others are between
+ *    two instructions of a push: bounded).
+ * 3. It pushes the destroy command to the worker's control queue, unparks
+ *    the worker and leaves the gate.
+ * 4. The worker applies the command between two steps (so a destroy from one
+ *    of the agent's own tasks takes effect after that task returns): it waits
+ *    for the gate's count to reach 0 (the destroyer's step 3 is done with the
+ *    worker), removes the agent from its policy and timer structures, drops
+ *    the remote controllers, completes drain waiters with PTS_ECLOSED, detaches
+ *    and frees the loop (pts_loop_free releases every inbox command, pending
+ *    task, promise and timer: their callbacks see PTS_ECANCELED, results
+ *    PTS_ECLOSED), unregisters the agent from the pool and signals waiters.
+ *
+ * Shutdown protocol (pts_pool_shutdown):
+ * 1. Under the pool mutex: mark the pool shut (pts_agent_new fails from now)
+ *    and take a reference to every registered agent.
+ * 2. Destroy each (step 1-3 above; one already closing is skipped).
+ * 3. Wait until the registry is empty (every teardown done, including ones
+ *    started by other threads), so no producer can reach a worker any more.
+ * 4. Send each worker its shutdown command, join it, free everything.
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agents/agents_impl.h"
+#include "ptsched/scheduler.h"
+
+_Thread_local pts__worker *pts__tls_worker;
+_Thread_local pts_agent *pts__tls_agent;
+
+uint64_t pts__now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void cpu_relax(unsigned spins) {
+  if (spins < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  } else {
+    sched_yield();
+  }
+}
+
+#define stat_add pts__stat_add
+
+const char *pts_policy_name(int policy) {
+  static const char *const names[PTS_POLICY_COUNT] = {
+      "strict", "round-robin", "fair", "randomized", "time-partitioned"};
+  return (unsigned)policy < PTS_POLICY_COUNT ? names[policy] : NULL;
+}
+
+/* ---- the gate ---- */
+
+bool pts__gate_enter(pts_agent *a) {
+  /* acquire: pairs with nothing in particular for the payload, but keeps the
+   * loop pointer read (after this) from moving above the admission. */
+  uint64_t g = atomic_fetch_add_explicit(&a->gate, 1, memory_order_acquire);
+  if (g & PTS__GATE_CLOSED) {
+    atomic_fetch_sub_explicit(&a->gate, 1, memory_order_release);
+    return false;
+  }
+  return true;
+}
+
+void pts__gate_leave(pts_agent *a) {
+  /* release: the destroyer's acquire load of a zero count sees our push
+   * complete, so freeing the loop after it cannot race with us. */
+  atomic_fetch_sub_explicit(&a->gate, 1, memory_order_release);
+}
+
+void pts__agent_send(pts_agent *a, pts__command *cmd) {
+  /* Relaxed: a statistic (inbox depth), not a synchronisation. */
+  atomic_fetch_add_explicit(&a->posted, 1, memory_order_relaxed);
+  pts__loop_send_from_any_thread(a->loop, cmd);
+}
+
+void pts__agent_record_delay(pts_agent *a, uint64_t d) {
+  unsigned b = d == 0 ? 0 : 63u - (unsigned)__builtin_clzll(d);
+  if (b >= PTS_DELAY_BUCKETS) b = PTS_DELAY_BUCKETS - 1;
+  stat_add(&a->st_hist[b], 1);
+}
+
+/* The loop's wake hook (protocol step 2). Any thread. */
+static void agent_wake(void *ctx) {
+  pts_agent *a = ctx;
+  if (!atomic_exchange_explicit(&a->signaled, true, memory_order_seq_cst)) {
+    pts__mpsc_push(&a->w->signaled, &a->sig_node);
+    pts__parker_unpark(&a->w->parker);
+  }
+}
+
+/* ---- agent references ---- */
+
+static void agent_free(pts_agent *a) {
+  pthread_mutex_destroy(&a->mu);
+  pthread_cond_destroy(&a->cv);
+  free(a->origin);
+  free(a);
+}
+
+void pts_agent_ref(pts_agent *a) {
+  /* Relaxed: the caller already holds a reference. */
+  if (a) atomic_fetch_add_explicit(&a->refs, 1, memory_order_relaxed);
+}
+
+void pts_agent_unref(pts_agent *a) {
+  if (a == NULL) return;
+  /* acq_rel: the last one out sees every other holder's writes. */
+  if (atomic_fetch_sub_explicit(&a->refs, 1, memory_order_acq_rel) == 1)
+    agent_free(a);
+}
+
+int pts_agent_thread(const pts_agent *a) { return a ? a->thread : PTS_EINVAL; }
+
+pts_loop *pts_agent_loop(pts_agent *a) { return a ? a->loop : NULL; }
+
+/* ---- the worker's structures ---- */
+
+static pts__warrays *warrays_new(uint32_t cap) {
+  size_t ptrs = (size_t)cap * sizeof(pts_agent *);
+  pts__warrays *w = calloc(1, sizeof *w + 3 * ptrs + ((size_t)cap + 1) * sizeof(uint64_t));
+  if (w == NULL) return NULL;
+  char *p = (char *)(w + 1);
+  w->cap = cap;
+  w->fen = (uint64_t *)(void *)p;
+  p += ((size_t)cap + 1) * sizeof(uint64_t);
+  w->agents = (pts_agent **)(void *)p;
+  w->heap = w->agents + cap;
+  w->theap = w->heap + cap;
+  return w;
+}
+
+static void warrays_install(pts__worker *w, pts__warrays *n) {
+  pts__warrays *o = w->arr;
+  if (o != NULL) {
+    memcpy(n->agents, o->agents, w->nagents * sizeof(pts_agent *));
+    memcpy(n->heap, o->heap, w->hlen * sizeof(pts_agent *));
+    memcpy(n->theap, o->theap, w->tlen * sizeof(pts_agent *));
+    free(o);
+  }
+  w->arr = n; /* the Fenwick tree is rebuilt by pts__policy_layout */
+}
+
+/* Timer heap: agents by next deadline (min-heap). */
+static void theap_set(pts__worker *w, uint32_t i, pts_agent *a) {
+  w->arr->theap[i] = a;
+  a->tidx = i;
+}
+
+static void theap_up(pts__worker *w, uint32_t i) {
+  pts_agent *a = w->arr->theap[i];
+  while (i > 0) {
+    uint32_t p = (i - 1) / 2;
+    pts_agent *pa = w->arr->theap[p];
+    if (pa->deadline <= a->deadline) break;
+    theap_set(w, i, pa);
+    i = p;
+  }
+  theap_set(w, i, a);
+}
+
+static void theap_down(pts__worker *w, uint32_t i) {
+  pts_agent *a = w->arr->theap[i];
+  for (;;) {
+    uint32_t c = 2 * i + 1;
+    if (c >= w->tlen) break;
+    if (c + 1 < w->tlen && w->arr->theap[c + 1]->deadline < w->arr->theap[c]->deadline) c++;
+    if (w->arr->theap[c]->deadline >= a->deadline) break;
+    theap_set(w, i, w->arr->theap[c]);
+    i = c;
+  }
+  theap_set(w, i, a);
+}
+
+static void theap_remove(pts__worker *w, pts_agent *a) {
+  uint32_t i = a->tidx;
+  if (i == PTS__NO_INDEX) return;
+  a->tidx = PTS__NO_INDEX;
+  pts_agent *last = w->arr->theap[--w->tlen];
+  if (last == a) return;
+  theap_set(w, i, last);
+  theap_up(w, i);
+  theap_down(w, last->tidx);
+}
+
+static void timer_update(pts__worker *w, pts_agent *a, uint64_t deadline) {
+  if (deadline == UINT64_MAX) {
+    theap_remove(w, a);
+    a->deadline = UINT64_MAX;
+    return;
+  }
+  a->deadline = deadline;
+  if (a->tidx == PTS__NO_INDEX) {
+    theap_set(w, w->tlen++, a);
+    theap_up(w, a->tidx);
+  } else {
+    theap_up(w, a->tidx);
+    theap_down(w, a->tidx);
+  }
+}
+
+/* ---- drains ---- */
+
+void pts__drain_complete(pts__drain_wait *d, int status) {
+  pthread_mutex_lock(&d->mu);
+  d->status = status;
+  d->done = true;
+  pthread_cond_signal(&d->cv);
+  /* After this unlock the waiter may return and free d: touch nothing. */
+  pthread_mutex_unlock(&d->mu);
+}
+
+static void drainers_complete(pts_agent *a, int status) {
+  pts__drain_wait *d = a->drainers;
+  a->drainers = NULL;
+  while (d != NULL) {
+    pts__drain_wait *next = d->next;
+    pts__drain_complete(d, status);
+    d = next;
+  }
+}
+
+/* ---- the worker: polling, stepping, teardown ---- */
+
+/* Polls the agent's loop (inbox, due timers) and files it where it belongs. */
+static void refresh(pts__worker *w, pts_agent *a, bool ran, uint64_t cpu_ns) {
+  uint64_t depth =
+      atomic_load_explicit(&a->posted, memory_order_relaxed) - a->applied;
+  if (depth > atomic_load_explicit(&a->st_inbox_max, memory_order_relaxed) &&
+      depth < (UINT64_C(1) << 62))
+    atomic_store_explicit(&a->st_inbox_max, depth, memory_order_relaxed);
+  pts__tls_agent = a;
+  int u = pts__loop_poll(a->loop);
+  pts__tls_agent = NULL;
+  /* pts_loop_stop on a pool loop only wakes it: agents stop by destroy. */
+  (void)pts__loop_take_stop(a->loop);
+  a->urgency = u;
+  pts__policy_update(w, a, u, ran, cpu_ns);
+  timer_update(w, a, pts__loop_next_deadline(a->loop));
+  /* Drained: nothing runnable and no command left behind by the poll (the
+   * loop re-signals itself when it leaves commands in the inbox). */
+  if (a->drainers != NULL && u == PTS__URGENCY_NONE &&
+      !atomic_load_explicit(&a->signaled, memory_order_seq_cst))
+    drainers_complete(a, 0);
+}
+
+static void run_step(pts__worker *w, pts_agent *a, uint64_t t0) {
+  int u = a->urgency;
+  pts__tls_agent = a;
+  int ran = pts__loop_step(a->loop);
+  pts__tls_agent = NULL;
+  uint64_t t1 = pts__now_ns();
+  uint64_t cpu = t1 - t0;
+  if (ran == 1) {
+    int cls = u > PTS__URGENCY_NONE ? u - 1 : PTS_CLASS_FIFO;
+    stat_add(&a->st_tasks[cls], 1);
+  }
+  stat_add(&a->st_cpu_ns, cpu);
+  stat_add(&w->st_steps, 1);
+  stat_add(&w->st_busy_ns, cpu);
+  refresh(w, a, true, cpu);
+}
+
+static void agent_attach(pts__worker *w, pts__ctl *c) {
+  pts_agent *a = c->agent;
+  if (c->arrays != NULL) warrays_install(w, c->arrays);
+  c->arrays = NULL;
+  a->idx = w->nagents;
+  w->arr->agents[w->nagents++] = a;
+  pts__policy_layout(w, pts__now_ns());
+  atomic_store_explicit(&w->st_agents, w->nagents, memory_order_relaxed);
+  atomic_store_explicit(&w->st_frame_origin, w->frame_origin, memory_order_relaxed);
+  if (pts__loop_pool_attach(a->loop, agent_wake, a) != 0) {
+    /* Only a caller running the loop by hand (a contract breach) gets here:
+     * the agent stays placed but never runs. */
+    fprintf(stderr, "ptsched: agent loop is running elsewhere; not attached\n");
+    return;
+  }
+  a->attached = true;
+  a->sched = pts_global_scheduler(pts_loop_default_global(a->loop));
+  refresh(w, a, false, 0);
+}
+
+static void agent_teardown(pts__worker *w, pts_agent *a) {
+  /* Destroy protocol step 4. */
+  unsigned spins = 0;
+  while ((atomic_load_explicit(&a->gate, memory_order_acquire) & ~PTS__GATE_CLOSED) != 0)
+    cpu_relax(spins++);
+  pts__policy_remove(w, a);
+  theap_remove(w, a);
+  for (uint32_t i = a->idx + 1; i < w->nagents; i++) {
+    w->arr->agents[i - 1] = w->arr->agents[i];
+    w->arr->agents[i - 1]->idx = i - 1;
+  }
+  w->nagents--;
+  pts__policy_layout(w, pts__now_ns());
+  atomic_store_explicit(&w->st_agents, w->nagents, memory_order_relaxed);
+  atomic_store_explicit(&w->st_frame_origin, w->frame_origin, memory_order_relaxed);
+
+  a->dead = true;
+  pts__tls_agent = a;
+  pts__agent_release_controllers(a);
+  drainers_complete(a, PTS_ECLOSED);
+  if (a->attached) pts__loop_pool_detach(a->loop);
+  a->attached = false;
+  pts_loop_free(a->loop);
+  pts__tls_agent = NULL;
+  a->loop = NULL;
+  a->sched = NULL;
+  drainers_complete(a, PTS_ECLOSED); /* ones whose marker was released */
+
+  pts_pool *pool = a->pool;
+  pthread_mutex_lock(&pool->mu);
+  if (a->reg_prev)
+    a->reg_prev->reg_next = a->reg_next;
+  else
+    pool->registry = a->reg_next;
+  if (a->reg_next) a->reg_next->reg_prev = a->reg_prev;
+  pts__origin *oe = a->oe;
+  if (--oe->agents == 0) {
+    pts__origin **pp = &pool->origins;
+    while (*pp != oe) pp = &(*pp)->next;
+    *pp = oe->next;
+    w->norigins--;
+    free(oe->name);
+    free(oe);
+  }
+  a->oe = NULL;
+  w->nplaced--;
+  pool->nagents--;
+  pthread_cond_broadcast(&pool->cv);
+  pthread_mutex_unlock(&pool->mu);
+
+  pthread_mutex_lock(&a->mu);
+  a->destroyed = true;
+  pthread_cond_broadcast(&a->cv);
+  pthread_mutex_unlock(&a->mu);
+
+  /* The worker's reference: if the node is still on the signaled queue, the
+   * pop drops it (no producer can push it again: the gate is closed). */
+  if (atomic_load_explicit(&a->signaled, memory_order_seq_cst))
+    a->unref_on_pop = true;
+  else
+    pts_agent_unref(a);
+}
+
+/* Returns true on shutdown. */
+static bool drain_control(pts__worker *w) {
+  pts__mpsc_node *n;
+  while ((n = pts__mpsc_pop(&w->control)) != NULL) {
+    pts__ctl *c = container_of(n, pts__ctl, node);
+    switch (c->kind) {
+      case PTS__CTL_ADD:
+        agent_attach(w, c);
+        break;
+      case PTS__CTL_DESTROY:
+        agent_teardown(w, c->agent);
+        break;
+      default:
+        return true;
+    }
+  }
+  return false;
+}
+
+static void drain_signaled(pts__worker *w) {
+  pts__mpsc_node *n;
+  while ((n = pts__mpsc_pop(&w->signaled)) != NULL) {
+    pts_agent *a = container_of(n, pts_agent, sig_node);
+    /* Wake protocol step 3: off the queue first, then clear, then poll. */
+    atomic_store_explicit(&a->signaled, false, memory_order_seq_cst);
+    if (a->dead) {
+      if (a->unref_on_pop) pts_agent_unref(a);
+      continue;
+    }
+    if (a->attached) refresh(w, a, false, 0);
+  }
+}
+
+static void fire_timers(pts__worker *w, uint64_t now) {
+  /* Collect first: a poll re-files the agent, maybe still due (a timer the
+   * loop declines to fire now must not spin this loop). */
+  pts_agent *due = NULL;
+  while (w->tlen > 0 && w->arr->theap[0]->deadline <= now) {
+    pts_agent *a = w->arr->theap[0];
+    theap_remove(w, a);
+    a->deadline = UINT64_MAX;
+    a->due_next = due;
+    due = a;
+  }
+  while (due != NULL) {
+    pts_agent *a = due;
+    due = a->due_next;
+    refresh(w, a, false, 0);
+  }
+}
+
+static void idle(pts__worker *w, uint64_t until) {
+  if (w->tlen > 0 && w->arr->theap[0]->deadline < until)
+    until = w->arr->theap[0]->deadline;
+  uint64_t t0 = pts__now_ns();
+  if (until <= t0) return;
+  pts__parker_prepare(&w->parker);
+  if (!pts__mpsc_is_empty(&w->signaled) || !pts__mpsc_is_empty(&w->control)) {
+    pts__parker_cancel(&w->parker);
+    return;
+  }
+  pts__parker_park(&w->parker, until == UINT64_MAX ? PTS__PARK_FOREVER : until - t0);
+  uint64_t t1 = pts__now_ns();
+  stat_add(&w->st_idle_ns, t1 - t0);
+  stat_add(&w->st_wakeups, 1);
+}
+
+static void *worker_main(void *arg) {
+  pts__worker *w = arg;
+  pts__tls_worker = w;
+  for (;;) {
+    if (drain_control(w)) break;
+    drain_signaled(w);
+    uint64_t now = pts__now_ns();
+    fire_timers(w, now);
+    uint64_t until = UINT64_MAX;
+    pts_agent *a = pts__policy_pick(w, now, &until);
+    if (a != NULL) {
+      run_step(w, a, now);
+      continue;
+    }
+    idle(w, until);
+  }
+  /* Shutdown: every agent was torn down first (shutdown protocol step 3);
+   * drop the references of nodes still on the signaled queue. */
+  while (!pts__mpsc_is_empty(&w->signaled)) drain_signaled(w);
+  return NULL;
+}
+
+/* ---- the pool ---- */
+
+static void worker_free(pts__worker *w) {
+  if (w == NULL) return;
+  free(w->arr);
+  free(w);
+}
+
+static void push_ctl(pts__worker *w, pts__ctl *c) {
+  pts__mpsc_push(&w->control, &c->node);
+  pts__parker_unpark(&w->parker);
+}
+
+static void stop_workers(pts_pool *pool) {
+  for (unsigned i = 0; i < pool->n; i++) {
+    pts__worker *w = pool->w[i];
+    if (w == NULL || !w->started) continue;
+    w->ctl_shutdown.kind = PTS__CTL_SHUTDOWN;
+    push_ctl(w, &w->ctl_shutdown);
+    pthread_join(w->tid, NULL);
+  }
+  for (unsigned i = 0; i < pool->n; i++) worker_free(pool->w[i]);
+  free(pool->w);
+  while (pool->origins != NULL) {
+    pts__origin *o = pool->origins;
+    pool->origins = o->next;
+    free(o->name);
+    free(o);
+  }
+  pthread_mutex_destroy(&pool->mu);
+  pthread_cond_destroy(&pool->cv);
+  free(pool);
+}
+
+int pts_pool_new(const pts_pool_options *opts, pts_pool **out) {
+  if (out == NULL) return PTS_EINVAL;
+  pts_pool_options o = {0, PTS_POLICY_STRICT, 0, 0};
+  if (opts != NULL) o = *opts;
+  if ((unsigned)o.policy >= PTS_POLICY_COUNT) return PTS_EINVAL;
+  if (o.threads == 0) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    o.threads = n > 0 ? (unsigned)n : 1;
+  }
+  if (o.threads > 4096) return PTS_EINVAL;
+  if (o.slot_ns == 0) o.slot_ns = 1000000; /* 1 ms */
+  pts_pool *pool = calloc(1, sizeof *pool);
+  if (pool == NULL) return PTS_ENOMEM;
+  pool->opts = o;
+  pool->n = o.threads;
+  pool->next_id = 1;
+  pthread_mutex_init(&pool->mu, NULL);
+  pthread_cond_init(&pool->cv, NULL);
+  pool->w = calloc(o.threads, sizeof *pool->w);
+  if (pool->w == NULL) goto fail;
+  for (unsigned i = 0; i < o.threads; i++) {
+    pts__worker *w;
+    if (posix_memalign((void **)&w, 64, sizeof *w) != 0) goto fail;
+    memset(w, 0, sizeof *w);
+    pool->w[i] = w;
+    pts__parker_init(&w->parker);
+    pts__mpsc_init(&w->signaled);
+    pts__mpsc_init(&w->control);
+    w->pool = pool;
+    w->index = i;
+    w->planned_cap = 16;
+    w->arr = warrays_new(w->planned_cap);
+    if (w->arr == NULL) goto fail;
+    pts__policy_init(w);
+  }
+  for (unsigned i = 0; i < o.threads; i++) {
+    pts__worker *w = pool->w[i];
+    if (pthread_create(&w->tid, NULL, worker_main, w) != 0) goto fail;
+    w->started = true;
+  }
+  *out = pool;
+  return 0;
+fail:
+  if (pool->w == NULL) {
+    pthread_mutex_destroy(&pool->mu);
+    pthread_cond_destroy(&pool->cv);
+    free(pool);
+    return PTS_ENOMEM;
+  }
+  stop_workers(pool);
+  return PTS_ENOMEM;
+}
+
+unsigned pts_pool_threads(const pts_pool *pool) { return pool ? pool->n : 0; }
+
+int pts_pool_shutdown(pts_pool *pool) {
+  if (pool == NULL) return PTS_EINVAL;
+  if (pts__tls_worker != NULL) return PTS_EBUSY;
+  pthread_mutex_lock(&pool->mu);
+  if (pool->shut) {
+    pthread_mutex_unlock(&pool->mu);
+    return PTS_ECLOSED;
+  }
+  pool->shut = true;
+  uint32_t n = pool->nagents, k = 0;
+  pts_agent **all = n ? malloc(n * sizeof *all) : NULL;
+  if (n != 0 && all == NULL) {
+    pool->shut = false;
+    pthread_mutex_unlock(&pool->mu);
+    return PTS_ENOMEM;
+  }
+  for (pts_agent *a = pool->registry; a != NULL; a = a->reg_next) {
+    pts_agent_ref(a);
+    all[k++] = a;
+  }
+  pthread_mutex_unlock(&pool->mu);
+  for (uint32_t i = 0; i < k; i++) {
+    (void)pts_agent_destroy(all[i], false); /* PTS_ECLOSED: already going */
+    pts_agent_unref(all[i]);
+  }
+  free(all);
+  pthread_mutex_lock(&pool->mu);
+  while (pool->nagents > 0) pthread_cond_wait(&pool->cv, &pool->mu);
+  pthread_mutex_unlock(&pool->mu);
+  stop_workers(pool);
+  return 0;
+}
+
+/* ---- placement ---- */
+
+/* Placement rule (agents.h): explicit thread; else the origin's thread; else
+ * the lowest thread with no origin yet; else the thread with the fewest
+ * agents (lowest index on ties). Under the pool mutex. Linear in origins and
+ * threads: agent creation is rare next to posting. */
+static pts__origin *place(pts_pool *pool, const char *origin, int thread) {
+  pts__origin *oe = NULL;
+  for (pts__origin *o = pool->origins; o != NULL; o = o->next) {
+    if (strcmp(o->name, origin) != 0) continue;
+    if (thread < 0 || o->thread == (unsigned)thread) {
+      oe = o;
+      break;
+    }
+  }
+  if (oe != NULL) return oe;
+  unsigned t = 0;
+  if (thread >= 0) {
+    t = (unsigned)thread;
+  } else {
+    bool found = false;
+    for (unsigned i = 0; i < pool->n && !found; i++) {
+      if (pool->w[i]->norigins == 0) {
+        t = i;
+        found = true;
+      }
+    }
+    if (!found) {
+      for (unsigned i = 1; i < pool->n; i++)
+        if (pool->w[i]->nplaced < pool->w[t]->nplaced) t = i;
+    }
+  }
+  oe = calloc(1, sizeof *oe);
+  if (oe == NULL) return NULL;
+  oe->name = strdup(origin);
+  if (oe->name == NULL) {
+    free(oe);
+    return NULL;
+  }
+  oe->thread = t;
+  oe->next = pool->origins;
+  pool->origins = oe;
+  pool->w[t]->norigins++;
+  return oe;
+}
+
+int pts_agent_new(pts_pool *pool, const pts_agent_options *opts, pts_agent **out) {
+  if (pool == NULL || out == NULL) return PTS_EINVAL;
+  pts_agent_options o = PTS_AGENT_OPTIONS_INIT;
+  if (opts != NULL) o = *opts;
+  if (o.thread < -1 || (o.thread >= 0 && (unsigned)o.thread >= pool->n))
+    return PTS_EINVAL;
+  if (o.weight == 0) o.weight = 1;
+  pts_agent *a;
+  if (posix_memalign((void **)&a, 64, sizeof *a) != 0) return PTS_ENOMEM;
+  memset(a, 0, sizeof *a);
+  atomic_init(&a->gate, 0);
+  atomic_init(&a->signaled, false);
+  atomic_init(&a->refs, 2); /* the caller's and the worker's */
+  a->weight = o.weight;
+  a->pool = pool;
+  a->hidx = a->tidx = PTS__NO_INDEX;
+  a->deadline = UINT64_MAX;
+  pthread_mutex_init(&a->mu, NULL);
+  pthread_cond_init(&a->cv, NULL);
+  int rc = pts_loop_new(NULL, &a->loop);
+  if (rc != 0) {
+    agent_free(a);
+    return rc;
+  }
+  pthread_mutex_lock(&pool->mu);
+  if (pool->shut) {
+    rc = PTS_ECLOSED;
+    goto fail_locked;
+  }
+  a->id = pool->next_id++;
+  char anon[40];
+  if (o.origin == NULL) {
+    snprintf(anon, sizeof anon, "(anonymous %llu)", (unsigned long long)a->id);
+    o.origin = anon;
+  }
+  a->origin = strdup(o.origin);
+  rc = PTS_ENOMEM;
+  if (a->origin == NULL) goto fail_locked;
+  a->oe = place(pool, a->origin, o.thread);
+  if (a->oe == NULL) goto fail_locked;
+  pts__worker *w = pool->w[a->oe->thread];
+  if (w->nplaced + 1 > w->planned_cap) {
+    a->ctl_add.arrays = warrays_new(w->planned_cap * 2);
+    if (a->ctl_add.arrays == NULL) {
+      if (a->oe->agents == 0) {
+        pts__origin **pp = &pool->origins;
+        while (*pp != a->oe) pp = &(*pp)->next;
+        *pp = a->oe->next;
+        w->norigins--;
+        free(a->oe->name);
+        free(a->oe);
+      }
+      goto fail_locked;
+    }
+    w->planned_cap *= 2;
+  }
+  a->oe->agents++;
+  a->w = w;
+  a->thread = (int)w->index;
+  w->nplaced++;
+  pool->nagents++;
+  a->reg_next = pool->registry;
+  if (pool->registry) pool->registry->reg_prev = a;
+  pool->registry = a;
+  a->ctl_add.kind = PTS__CTL_ADD;
+  a->ctl_add.agent = a;
+  /* Under the mutex: a concurrent shutdown cannot free the worker before
+   * this push and unpark are done. */
+  push_ctl(w, &a->ctl_add);
+  pthread_mutex_unlock(&pool->mu);
+  *out = a;
+  return 0;
+fail_locked:
+  pthread_mutex_unlock(&pool->mu);
+  pts_loop_free(a->loop);
+  agent_free(a);
+  return rc;
+}
+
+/* ---- destroy and drain ---- */
+
+static void wait_destroyed(pts_agent *a) {
+  pthread_mutex_lock(&a->mu);
+  while (!a->destroyed) pthread_cond_wait(&a->cv, &a->mu);
+  pthread_mutex_unlock(&a->mu);
+}
+
+int pts_agent_destroy(pts_agent *a, bool wait) {
+  if (a == NULL) return PTS_EINVAL;
+  /* The agent's own thread would wait for itself. */
+  if (wait && pts__tls_worker != NULL && pts__tls_worker == a->w) return PTS_EBUSY;
+  /* Destroy protocol steps 1-3. */
+  uint64_t g = atomic_fetch_add_explicit(&a->gate, 1, memory_order_acquire);
+  if (g & PTS__GATE_CLOSED) {
+    pts__gate_leave(a);
+    if (wait) wait_destroyed(a);
+    return PTS_ECLOSED;
+  }
+  atomic_fetch_or_explicit(&a->gate, PTS__GATE_CLOSED, memory_order_acq_rel);
+  unsigned spins = 0;
+  while ((atomic_load_explicit(&a->gate, memory_order_acquire) & ~PTS__GATE_CLOSED) != 1)
+    cpu_relax(spins++);
+  a->ctl_destroy.kind = PTS__CTL_DESTROY;
+  a->ctl_destroy.agent = a;
+  push_ctl(a->w, &a->ctl_destroy);
+  pts__gate_leave(a);
+  if (wait) wait_destroyed(a);
+  return 0;
+}
+
+static void drain_cmd(pts__command *cmd, int status) {
+  pts__drain_wait *d = container_of(cmd, pts__drain_wait, cmd);
+  pts_agent *a = d->agent;
+  pts__agent_applied(a);
+  if (status != 0) {
+    pts__drain_complete(d, PTS_ECLOSED);
+    return;
+  }
+  d->next = a->drainers;
+  a->drainers = d;
+}
+
+int pts_agent_drain(pts_agent *a) {
+  if (a == NULL) return PTS_EINVAL;
+  if (pts__tls_worker != NULL) return PTS_EBUSY;
+  pts__drain_wait d;
+  memset(&d, 0, sizeof d);
+  d.cmd.fn = drain_cmd;
+  d.agent = a;
+  pthread_mutex_init(&d.mu, NULL);
+  pthread_cond_init(&d.cv, NULL);
+  int rc = PTS_ECLOSED;
+  if (pts__gate_enter(a)) {
+    pts__agent_send(a, &d.cmd);
+    pts__gate_leave(a);
+    pthread_mutex_lock(&d.mu);
+    while (!d.done) pthread_cond_wait(&d.cv, &d.mu);
+    pthread_mutex_unlock(&d.mu);
+    rc = d.status;
+  }
+  pthread_mutex_destroy(&d.mu);
+  pthread_cond_destroy(&d.cv);
+  return rc;
+}
+
+/* ---- statistics ---- */
+
+int pts_agent_get_stats(const pts_agent *ca, pts_agent_stats *out) {
+  if (ca == NULL || out == NULL) return PTS_EINVAL;
+  pts_agent *a = (pts_agent *)ca;
+  for (int i = 0; i < PTS_CLASS_COUNT; i++)
+    out->tasks_run[i] = atomic_load_explicit(&a->st_tasks[i], memory_order_relaxed);
+  out->cpu_ns = atomic_load_explicit(&a->st_cpu_ns, memory_order_relaxed);
+  for (int i = 0; i < PTS_DELAY_BUCKETS; i++)
+    out->delay_hist[i] = atomic_load_explicit(&a->st_hist[i], memory_order_relaxed);
+  uint64_t applied = atomic_load_explicit(&a->st_applied, memory_order_relaxed);
+  uint64_t posted = atomic_load_explicit(&a->posted, memory_order_relaxed);
+  /* Two relaxed loads: the difference is a snapshot and may lag. */
+  out->inbox_depth = posted > applied ? posted - applied : 0;
+  out->inbox_max = atomic_load_explicit(&a->st_inbox_max, memory_order_relaxed);
+  return 0;
+}
+
+int pts_pool_get_thread_stats(const pts_pool *pool, unsigned thread,
+                              pts_thread_stats *out) {
+  if (pool == NULL || out == NULL || thread >= pool->n) return PTS_EINVAL;
+  pts__worker *w = pool->w[thread];
+  out->steps = atomic_load_explicit(&w->st_steps, memory_order_relaxed);
+  out->busy_ns = atomic_load_explicit(&w->st_busy_ns, memory_order_relaxed);
+  out->idle_ns = atomic_load_explicit(&w->st_idle_ns, memory_order_relaxed);
+  out->wakeups = atomic_load_explicit(&w->st_wakeups, memory_order_relaxed);
+  out->agents = atomic_load_explicit(&w->st_agents, memory_order_relaxed);
+  out->frame_origin_ns = atomic_load_explicit(&w->st_frame_origin, memory_order_relaxed);
+  return 0;
+}

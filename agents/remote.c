@@ -1,0 +1,553 @@
+/* agents/remote.c: operations on an agent from any thread: postTask with a
+ * result callback (optionally delivered on another agent's loop), queueing an
+ * ordinary task, and remote controllers (abort / setPriority from anywhere).
+ *
+ * Every operation is one command pushed into the agent's loop inbox inside
+ * the agent's gate (pool.c), applied whole by the agent's thread between two
+ * tasks, or released with PTS_ECANCELED when the loop is freed first. Each
+ * command's handler runs exactly once, so each callback and each done runs
+ * exactly once.
+ *
+ * Atomicity of a remote abort racing the start of a task (docs/agents.md):
+ * 1. The post command and the abort command are both applied by the agent's
+ *    thread, between two tasks; only that thread takes the loop's next
+ *    enqueue order and changes the scheduler's queues.
+ * 2. When the post applies, the task takes exactly one enqueue order (or
+ *    none, if the signal is already aborted: done gets PTS_EABORT at once).
+ * 3. When the abort applies, the task is either still queued (the scheduler
+ *    removes it, its callback gets PTS_EABORT once, done gets PTS_EABORT) or it
+ *    has already started (the abort finds it running or gone: it only sets the
+ *    signal; done gets the callback's result).
+ * 4. There is no third state: the step that starts a task and the command
+ *    that aborts it are serialised by the one thread that owns both.
+ *
+ * Remote controller lifetime. refs counts: one for all user references
+ * (urefs), one for the owner side (the controller registered on the agent's
+ * thread, or its creation still pending), one per command in flight. The
+ * owner side ends once, on the agent's thread (owner_finalize): when the users
+ * are gone (release command), when the agent is torn down, or when its
+ * creation command is released. The struct is freed when refs reaches 0.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "agents/agents_impl.h"
+#include "ptsched/promise.h"
+
+/* WebIDL [EnforceRange] unsigned long long: at most 2^53 - 1. */
+#define MAX_SAFE_INTEGER 9007199254740991LL
+
+/* ==== remote controllers ==== */
+
+struct pts_remote_controller {
+  _Atomic uint32_t urefs;
+  _Atomic uint32_t refs;
+  pts_agent *agent; /* a reference */
+  int priority;     /* >= 0: TaskController; < 0: AbortController */
+  /* Agent's thread only. */
+  pts_controller *ctrl; /* the owner-side reference while registered */
+  bool registered, owner_done;
+  pts_remote_controller *next, *prev; /* the agent's registered list */
+  pts__command create_cmd, release_cmd;
+};
+
+static void rc_drop(pts_remote_controller *rc) {
+  /* acq_rel: the last holder sees the others' writes before freeing. */
+  if (atomic_fetch_sub_explicit(&rc->refs, 1, memory_order_acq_rel) == 1) {
+    pts_agent_unref(rc->agent);
+    free(rc);
+  }
+}
+
+static void rc_hold(pts_remote_controller *rc) {
+  atomic_fetch_add_explicit(&rc->refs, 1, memory_order_relaxed);
+}
+
+/* Agent's thread: the controller, created and registered on first use. NULL
+ * if the owner side is over or creation failed. */
+static pts_controller *rc_ensure(pts_remote_controller *rc) {
+  if (rc->owner_done) return NULL;
+  if (rc->registered) return rc->ctrl;
+  pts_agent *a = rc->agent;
+  int r = rc->priority >= 0 ? pts_task_controller_new(a->loop, rc->priority, &rc->ctrl)
+                            : pts_abort_controller_new(a->loop, &rc->ctrl);
+  if (r != 0) return NULL;
+  rc->registered = true;
+  rc->prev = NULL;
+  rc->next = a->rcs;
+  if (a->rcs) a->rcs->prev = rc;
+  a->rcs = rc;
+  return rc->ctrl;
+}
+
+static void owner_finalize(pts_remote_controller *rc) {
+  if (rc->owner_done) return;
+  rc->owner_done = true;
+  if (rc->registered) {
+    pts_agent *a = rc->agent;
+    if (rc->prev)
+      rc->prev->next = rc->next;
+    else
+      a->rcs = rc->next;
+    if (rc->next) rc->next->prev = rc->prev;
+    rc->registered = false;
+    pts_controller_unref(rc->ctrl);
+    rc->ctrl = NULL;
+  }
+  rc_drop(rc); /* the owner side's reference */
+}
+
+void pts__agent_release_controllers(pts_agent *a) {
+  while (a->rcs != NULL) owner_finalize(a->rcs);
+}
+
+static int rc_alloc(pts_agent *a, int priority, uint32_t refs,
+                    pts_remote_controller **out) {
+  if (priority >= PTS_PRIORITY_COUNT) return PTS_ETYPE;
+  pts_remote_controller *rc = calloc(1, sizeof *rc);
+  if (rc == NULL) return PTS_ENOMEM;
+  atomic_init(&rc->urefs, 1);
+  atomic_init(&rc->refs, refs);
+  pts_agent_ref(a);
+  rc->agent = a;
+  rc->priority = priority < 0 ? -1 : priority;
+  *out = rc;
+  return 0;
+}
+
+static void rc_free_unused(pts_remote_controller *rc) {
+  pts_agent_unref(rc->agent);
+  free(rc);
+}
+
+int pts_remote_controller_new(pts_agent *a, int priority,
+                              pts_remote_controller **out) {
+  if (a == NULL || out == NULL) return PTS_EINVAL;
+  if (pts__tls_worker == NULL || pts__tls_worker != a->w) return PTS_EFOREIGN;
+  if (a->dead) return PTS_ECLOSED;
+  pts_remote_controller *rc;
+  int r = rc_alloc(a, priority, 2, &rc);
+  if (r != 0) return r;
+  if (rc_ensure(rc) == NULL) {
+    rc_free_unused(rc);
+    return PTS_ENOMEM;
+  }
+  *out = rc;
+  return 0;
+}
+
+static void create_cmd(pts__command *cmd, int status) {
+  pts_remote_controller *rc = container_of(cmd, pts_remote_controller, create_cmd);
+  pts__agent_applied(rc->agent);
+  /* A failed creation ends the owner side: later commands get PTS_ECLOSED. */
+  if (status != 0 || rc_ensure(rc) == NULL) owner_finalize(rc);
+  rc_drop(rc); /* the command's reference */
+}
+
+int pts_remote_controller_new_async(pts_agent *a, int priority,
+                                    pts_remote_controller **out) {
+  if (a == NULL || out == NULL) return PTS_EINVAL;
+  pts_remote_controller *rc;
+  int r = rc_alloc(a, priority, 3, &rc); /* users, owner side, create_cmd */
+  if (r != 0) return r;
+  rc->create_cmd.fn = create_cmd;
+  if (!pts__gate_enter(a)) {
+    rc_free_unused(rc);
+    return PTS_ECLOSED;
+  }
+  pts__agent_send(a, &rc->create_cmd);
+  pts__gate_leave(a);
+  *out = rc;
+  return 0;
+}
+
+void pts_remote_controller_ref(pts_remote_controller *rc) {
+  if (rc) atomic_fetch_add_explicit(&rc->urefs, 1, memory_order_relaxed);
+}
+
+static void release_cmd(pts__command *cmd, int status) {
+  (void)status; /* applied or released, the owner side ends the same way */
+  pts_remote_controller *rc = container_of(cmd, pts_remote_controller, release_cmd);
+  pts__agent_applied(rc->agent);
+  owner_finalize(rc);
+  rc_drop(rc); /* the users' reference */
+}
+
+void pts_remote_controller_unref(pts_remote_controller *rc) {
+  if (rc == NULL) return;
+  if (atomic_fetch_sub_explicit(&rc->urefs, 1, memory_order_acq_rel) != 1) return;
+  pts_agent *a = rc->agent;
+  rc->release_cmd.fn = release_cmd;
+  if (pts__gate_enter(a)) {
+    pts__agent_send(a, &rc->release_cmd);
+    pts__gate_leave(a);
+    return;
+  }
+  /* The agent is closing: its teardown (or the release of the pending
+   * creation command) ends the owner side. */
+  rc_drop(rc);
+}
+
+pts_controller *pts_remote_controller_get(pts_remote_controller *rc) {
+  if (rc == NULL || pts__tls_worker == NULL || pts__tls_worker != rc->agent->w)
+    return NULL;
+  return rc_ensure(rc);
+}
+
+typedef struct rc_op {
+  pts__command cmd;
+  pts_remote_controller *rc; /* a command reference */
+  bool is_abort;
+  bool has_reason;
+  int priority;
+  pts_value reason;
+  pts_task_fn done;
+  void *done_data;
+} rc_op;
+
+static void rc_op_cmd(pts__command *cmd, int status) {
+  rc_op *op = container_of(cmd, rc_op, cmd);
+  pts_remote_controller *rc = op->rc;
+  pts__agent_applied(rc->agent);
+  int r = PTS_ECLOSED;
+  if (status == 0) {
+    pts_controller *c = rc_ensure(rc);
+    if (c != NULL)
+      r = op->is_abort ? pts_controller_abort(c, op->has_reason ? &op->reason : NULL)
+                       : pts_controller_set_priority(c, op->priority);
+  }
+  if (op->has_reason) pts_value_release(op->reason);
+  pts_task_fn done = op->done;
+  void *done_data = op->done_data;
+  free(op);
+  rc_drop(rc);
+  if (done) done(done_data, r);
+}
+
+static int rc_send_op(pts_remote_controller *rc, rc_op *op) {
+  op->cmd.fn = rc_op_cmd;
+  op->rc = rc;
+  rc_hold(rc);
+  if (!pts__gate_enter(rc->agent)) {
+    rc_drop(rc);
+    if (op->has_reason) pts_value_release(op->reason);
+    free(op);
+    return PTS_ECLOSED;
+  }
+  pts__agent_send(rc->agent, &op->cmd);
+  pts__gate_leave(rc->agent);
+  return 0;
+}
+
+int pts_remote_controller_abort(pts_remote_controller *rc, const pts_value *reason,
+                                pts_task_fn done, void *done_data) {
+  if (rc == NULL) return PTS_EINVAL;
+  /* A promise belongs to one loop: it cannot travel to another thread. */
+  if (reason != NULL && reason->kind == PTS_VALUE_PROMISE) return PTS_EINVAL;
+  rc_op *op = calloc(1, sizeof *op);
+  if (op == NULL) return PTS_ENOMEM;
+  op->is_abort = true;
+  if (reason != NULL) {
+    op->has_reason = true;
+    op->reason = pts_value_copy(*reason);
+  }
+  op->done = done;
+  op->done_data = done_data;
+  return rc_send_op(rc, op);
+}
+
+int pts_remote_controller_set_priority(pts_remote_controller *rc, int priority,
+                                       pts_task_fn done, void *done_data) {
+  if (rc == NULL) return PTS_EINVAL;
+  if (priority < 0 || priority >= PTS_PRIORITY_COUNT) return PTS_ETYPE;
+  rc_op *op = calloc(1, sizeof *op);
+  if (op == NULL) return PTS_ENOMEM;
+  op->priority = priority;
+  op->done = done;
+  op->done_data = done_data;
+  return rc_send_op(rc, op);
+}
+
+/* ==== postTask from any thread ==== */
+
+typedef struct xtask {
+  pts__command cmd; /* the post, in the target's inbox */
+  pts_agent *agent; /* the target (no reference: used on its thread only) */
+  pts_task_callback cb;
+  void *data;
+  pts_result_fn done;
+  void *done_data;
+  pts_agent *reply_to;       /* a reference, or NULL */
+  pts_remote_controller *rc; /* a command reference until applied, or NULL */
+  pts_signal *signal;        /* borrowed: held by the task's state while pending */
+  int priority;
+  int64_t delay_ms;
+  uint64_t due_ns; /* when the task became due, for the start-delay histogram */
+  int status;
+  pts_value result;
+  pts__command reply_cmd; /* the result, in reply_to's inbox */
+  pts__task reply_task;   /* ...then a message task on reply_to's loop */
+} xtask;
+
+static void xtask_free(xtask *x) {
+  if (x->rc) rc_drop(x->rc);
+  if (x->reply_to) pts_agent_unref(x->reply_to);
+  free(x);
+}
+
+/* done gets the outcome, or PTS_ECLOSED if it could not reach reply_to. */
+static void reply_finish(xtask *x, bool reached) {
+  pts_value v = x->result;
+  if (reached) {
+    x->done(x->done_data, x->status, v);
+  } else {
+    pts_value e = pts_error_value(PTS_ECLOSED, "the reply_to agent was destroyed");
+    x->done(x->done_data, PTS_ECLOSED, e);
+    pts_value_release(e);
+  }
+  pts_value_release(v);
+  xtask_free(x);
+}
+
+static void reply_run(void *d, int status) {
+  xtask *x = d;
+  reply_finish(x, status == 0);
+}
+
+/* On reply_to's thread: queue the delivery as a message task. */
+static void reply_cmd(pts__command *cmd, int status) {
+  xtask *x = container_of(cmd, xtask, reply_cmd);
+  pts_agent *r = x->reply_to;
+  pts__agent_applied(r);
+  if (status == 0) {
+    pts__task_init(&x->reply_task, pts_loop_default_global(r->loop), reply_run, x);
+    if (pts__task_queue(&x->reply_task, PTS_SOURCE_MESSAGE) == 0) return;
+  }
+  reply_finish(x, false);
+}
+
+/* On the target's thread: hand (status, v) to done; takes over v. */
+static void deliver(xtask *x, int status, pts_value v) {
+  if (v.kind == PTS_VALUE_PROMISE) {
+    /* Only a settled adoption reaches here; a promise cannot cross threads. */
+    pts_value_release(v);
+    v = pts_error_value(PTS_ETYPE, "a promise cannot be a cross-thread result");
+    status = PTS_EERROR;
+  }
+  if (x->done == NULL) {
+    pts_value_release(v);
+    xtask_free(x);
+    return;
+  }
+  if (x->reply_to == NULL) {
+    x->done(x->done_data, status, v);
+    pts_value_release(v);
+    xtask_free(x);
+    return;
+  }
+  x->status = status;
+  x->result = v;
+  x->reply_cmd.fn = reply_cmd;
+  /* r, not x->reply_to, after the push: x may be freed by then on r's
+   * thread. r itself stays allocated while we are inside its gate (its
+   * worker holds a reference until the teardown, which waits for the gate). */
+  pts_agent *r = x->reply_to;
+  if (pts__gate_enter(r)) {
+    pts__agent_send(r, &x->reply_cmd);
+    pts__gate_leave(r);
+    return;
+  }
+  /* reply_to is closed: done learns it here, on the target's thread. */
+  reply_finish(x, false);
+}
+
+/* A callback that returned a promise: the result is its settlement. */
+typedef struct adopt {
+  xtask *x;
+  bool delivered;
+} adopt;
+
+static pts_value adopt_fulfilled(void *d, pts_value arg) {
+  adopt *ad = d;
+  ad->delivered = true;
+  deliver(ad->x, 0, pts_value_copy(arg));
+  return pts_undefined();
+}
+
+static pts_value adopt_rejected(void *d, pts_value arg) {
+  adopt *ad = d;
+  ad->delivered = true;
+  deliver(ad->x, PTS_EERROR, pts_value_copy(arg));
+  return pts_undefined();
+}
+
+static void adopt_cleanup(void *d) {
+  adopt *ad = d;
+  if (!ad->delivered)
+    deliver(ad->x, PTS_ECLOSED, pts_error_value(PTS_ECLOSED, "agent destroyed"));
+  free(ad);
+}
+
+/* The task itself (direct-callback form of postTask). */
+static void xtask_run(void *d, int status) {
+  xtask *x = d;
+  pts_agent *a = x->agent;
+  if (status == 0) {
+    uint64_t now = pts__now_ns();
+    pts__agent_record_delay(a, now > x->due_ns ? now - x->due_ns : 0);
+    pts_value v = x->cb(x->data, 0);
+    if (v.kind == PTS_VALUE_PROMISE) {
+      adopt *ad = malloc(sizeof *ad);
+      if (ad != NULL) {
+        ad->x = x;
+        ad->delivered = false;
+        int r = pts_promise_then(v.u.promise, adopt_fulfilled, adopt_rejected, ad,
+                                 adopt_cleanup, NULL);
+        pts_value_release(v);
+        if (r != 0) {
+          free(ad);
+          deliver(x, r, pts_error_value(r, NULL));
+        }
+        return;
+      }
+      pts_value_release(v);
+      deliver(x, PTS_ENOMEM, pts_error_value(PTS_ENOMEM, NULL));
+      return;
+    }
+    deliver(x, v.kind == PTS_VALUE_ERROR ? PTS_EERROR : 0, v);
+  } else if (status == PTS_EABORT) {
+    pts_value_release(x->cb(x->data, PTS_EABORT));
+    deliver(x, PTS_EABORT, pts_value_copy(pts_signal_reason(x->signal)));
+  } else {
+    pts_value_release(x->cb(x->data, PTS_ECANCELED));
+    deliver(x, PTS_ECLOSED, pts_error_value(PTS_ECLOSED, "agent destroyed"));
+  }
+}
+
+/* The post command, on the target's thread (protocol steps 1-2). */
+static void xtask_cmd(pts__command *cmd, int status) {
+  xtask *x = container_of(cmd, xtask, cmd);
+  pts_agent *a = x->agent;
+  pts__agent_applied(a);
+  if (status != 0 || a->sched == NULL) {
+    xtask_run(x, PTS_ECANCELED);
+    return;
+  }
+  pts_post_options o = PTS_POST_OPTIONS_INIT;
+  o.priority = x->priority;
+  o.delay_ms = x->delay_ms;
+  if (x->rc != NULL) {
+    pts_controller *c = rc_ensure(x->rc);
+    if (c == NULL) {
+      xtask_run(x, PTS_ECANCELED);
+      return;
+    }
+    o.signal = pts_controller_signal(c);
+  }
+  x->signal = o.signal;
+  if (x->delay_ms > 0) x->due_ns += (uint64_t)x->delay_ms * 1000000u;
+  int r = pts_scheduler_post(a->sched, xtask_run, x, &o);
+  /* The task's state holds the signal now; the controller may go. */
+  if (x->rc != NULL) {
+    rc_drop(x->rc);
+    x->rc = NULL;
+  }
+  if (r == 0) {
+    pts__stat_add(&a->st_posts_enqueued, 1);
+    return;
+  }
+  if (r == PTS_EABORT) {
+    pts__stat_add(&a->st_posts_rejected, 1);
+    xtask_run(x, PTS_EABORT); /* already aborted: never enqueued */
+    return;
+  }
+  pts_value_release(x->cb(x->data, PTS_ECANCELED));
+  deliver(x, r, pts_error_value(r, NULL));
+}
+
+int pts_agent_post_task(pts_agent *a, const pts_agent_post_options *opts,
+                        pts_task_callback callback, void *data,
+                        pts_result_fn done, void *done_data, pts_agent *reply_to) {
+  if (a == NULL || callback == NULL) return PTS_EINVAL;
+  pts_agent_post_options o = PTS_AGENT_POST_OPTIONS_INIT;
+  if (opts != NULL) o = *opts;
+  if (o.priority != PTS_PRIORITY_UNSET &&
+      (o.priority < 0 || o.priority >= PTS_PRIORITY_COUNT))
+    return PTS_ETYPE;
+  if (o.delay_ms < 0 || o.delay_ms > MAX_SAFE_INTEGER) return PTS_ETYPE;
+  if (o.controller != NULL && o.controller->agent != a) return PTS_EFOREIGN;
+  xtask *x = malloc(sizeof *x);
+  if (x == NULL) return PTS_ENOMEM;
+  x->cmd.fn = xtask_cmd;
+  x->agent = a;
+  x->cb = callback;
+  x->data = data;
+  x->done = done;
+  x->done_data = done_data;
+  x->reply_to = reply_to;
+  x->rc = o.controller;
+  x->signal = NULL;
+  x->priority = o.priority;
+  x->delay_ms = o.delay_ms;
+  x->due_ns = pts__now_ns();
+  x->status = 0;
+  x->result = pts_undefined();
+  if (!pts__gate_enter(a)) {
+    free(x);
+    return PTS_ECLOSED;
+  }
+  if (reply_to) pts_agent_ref(reply_to);
+  if (x->rc) rc_hold(x->rc);
+  pts__agent_send(a, &x->cmd);
+  pts__gate_leave(a);
+  return 0;
+}
+
+/* ==== an ordinary task from any thread ==== */
+
+typedef struct xqueue {
+  pts__command cmd;
+  pts__task task;
+  pts_agent *agent;
+  pts_task_fn fn;
+  void *data;
+  pts_task_source source;
+} xqueue;
+
+static void xqueue_run(void *d, int status) {
+  xqueue *q = d;
+  pts_task_fn fn = q->fn;
+  void *data = q->data;
+  free(q);
+  fn(data, status);
+}
+
+static void xqueue_cmd(pts__command *cmd, int status) {
+  xqueue *q = container_of(cmd, xqueue, cmd);
+  pts__agent_applied(q->agent);
+  if (status == 0) {
+    pts__task_init(&q->task, pts_loop_default_global(q->agent->loop), xqueue_run, q);
+    if (pts__task_queue(&q->task, q->source) == 0) return;
+  }
+  xqueue_run(q, PTS_ECANCELED);
+}
+
+int pts_agent_queue_task(pts_agent *a, pts_task_source source, pts_task_fn fn,
+                         void *data) {
+  if (a == NULL || fn == NULL || (unsigned)source >= PTS_SOURCE_COUNT)
+    return PTS_EINVAL;
+  xqueue *q = malloc(sizeof *q);
+  if (q == NULL) return PTS_ENOMEM;
+  q->cmd.fn = xqueue_cmd;
+  q->agent = a;
+  q->fn = fn;
+  q->data = data;
+  q->source = source;
+  if (!pts__gate_enter(a)) {
+    free(q);
+    return PTS_ECLOSED;
+  }
+  pts__agent_send(a, &q->cmd);
+  pts__gate_leave(a);
+  return 0;
+}

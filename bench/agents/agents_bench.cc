@@ -1,0 +1,238 @@
+// Agents benchmarks (issue 6, docs/agents.md "Measured"):
+// - CrossThreadPost: a producer thread posts 1,000,000 tasks to an agent on
+//   another pool thread; ns per task end to end (post, apply, run, drain).
+// - Scaling: agents = 1, 2, 4, 64, 1024 on 2 threads, every agent a chain of
+//   self-posting tasks (always ready), 200,000 tasks in all; tasks/s per
+//   policy. The policy decision is per task, so this shows its cost growing
+//   (or not) with the loops per thread.
+// - Latency: one thread, one agent gets a user-blocking task every 200 us
+//   from another thread while 8 co-located agents flood background tasks of
+//   ~20 us; p50/p99/p99.9 start delay per policy.
+// - GatePair: the cost of the agent gate (fetch_add + fetch_sub on one word),
+//   alone and with two threads hammering the same gate.
+#include <benchmark/benchmark.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "ptsched.h"
+
+namespace {
+
+uint64_t now_ns() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void busy_ns(uint64_t ns) {
+  uint64_t end = now_ns() + ns;
+  while (now_ns() < end) {
+  }
+}
+
+pts_value nop_task(void *, int) { return pts_undefined(); }
+
+void BM_CrossThreadPost(benchmark::State &state) {
+  const int64_t n = state.range(0);
+  pts_pool_options o = {2, PTS_POLICY_STRICT, 1, 0};
+  pts_pool *p;
+  pts_pool_new(&o, &p);
+  pts_agent_options ao = PTS_AGENT_OPTIONS_INIT;
+  ao.thread = 1;
+  pts_agent *a;
+  pts_agent_new(p, &ao, &a);
+  for (auto _ : state) {
+    for (int64_t i = 0; i < n; i++) pts_agent_post_task(a, nullptr, nop_task, nullptr, nullptr, nullptr, nullptr);
+    pts_agent_drain(a);
+  }
+  state.counters["ns_per_task"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * static_cast<double>(n),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  pts_pool_shutdown(p);
+  pts_agent_unref(a);
+}
+BENCHMARK(BM_CrossThreadPost)->Arg(1000000)->Iterations(1)->Repetitions(5)
+    ->ReportAggregatesOnly(true)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// An ordinary task from any thread, for comparison (no scheduler, no result).
+void nop_fn(void *, int) {}
+void BM_CrossThreadQueueTask(benchmark::State &state) {
+  const int64_t n = state.range(0);
+  pts_pool_options o = {2, PTS_POLICY_STRICT, 1, 0};
+  pts_pool *p;
+  pts_pool_new(&o, &p);
+  pts_agent_options ao = PTS_AGENT_OPTIONS_INIT;
+  ao.thread = 1;
+  pts_agent *a;
+  pts_agent_new(p, &ao, &a);
+  for (auto _ : state) {
+    for (int64_t i = 0; i < n; i++) pts_agent_queue_task(a, PTS_SOURCE_MESSAGE, nop_fn, nullptr);
+    pts_agent_drain(a);
+  }
+  state.counters["ns_per_task"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * static_cast<double>(n),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  pts_pool_shutdown(p);
+  pts_agent_unref(a);
+}
+BENCHMARK(BM_CrossThreadQueueTask)->Arg(1000000)->Iterations(1)->Repetitions(5)
+    ->ReportAggregatesOnly(true)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+struct Chain {
+  pts_agent *a = nullptr;
+  pts_scheduler *s = nullptr;
+  int64_t left = 0;
+  std::atomic<int> *finished = nullptr;
+  static void step(void *d, int status) {
+    auto *c = static_cast<Chain *>(d);
+    if (status != 0) return;
+    if (c->s == nullptr) c->s = pts_global_scheduler(pts_loop_default_global(pts_agent_loop(c->a)));
+    if (--c->left > 0) {
+      pts_scheduler_post(c->s, step, c, nullptr);
+    } else {
+      c->finished->fetch_add(1, std::memory_order_release);
+    }
+  }
+};
+
+void BM_Scaling(benchmark::State &state) {
+  const auto policy = static_cast<pts_policy>(state.range(0));
+  const int64_t agents = state.range(1);
+  const int64_t total = 200000;
+  pts_pool_options o = {2, policy, 1, 100000 /* 100 us slots */};
+  pts_pool *p;
+  pts_pool_new(&o, &p);
+  std::vector<pts_agent *> as(static_cast<size_t>(agents));
+  for (auto &a : as) pts_agent_new(p, nullptr, &a);
+  std::vector<Chain> chains(as.size());
+  std::atomic<int> finished{0};
+  for (auto _ : state) {
+    finished.store(0);
+    for (size_t i = 0; i < as.size(); i++) {
+      chains[i].a = as[i];
+      chains[i].s = nullptr;
+      chains[i].left = total / agents;
+      chains[i].finished = &finished;
+      pts_agent_queue_task(as[i], PTS_SOURCE_GENERIC, Chain::step, &chains[i]);
+    }
+    while (finished.load(std::memory_order_acquire) < agents) std::this_thread::yield();
+  }
+  state.counters["tasks_per_s"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * static_cast<double>(total / agents * agents),
+      benchmark::Counter::kIsRate);
+  state.SetLabel(pts_policy_name(policy));
+  pts_pool_shutdown(p);
+  for (auto *a : as) pts_agent_unref(a);
+}
+BENCHMARK(BM_Scaling)
+    ->ArgsProduct({{PTS_POLICY_STRICT, PTS_POLICY_ROUND_ROBIN, PTS_POLICY_FAIR,
+                    PTS_POLICY_RANDOMIZED, PTS_POLICY_TIME_PARTITIONED},
+                   {1, 2, 4, 64, 1024}})
+    ->Iterations(3)->Repetitions(3)->ReportAggregatesOnly(true)->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+struct Flood {
+  pts_agent *a = nullptr;
+  pts_scheduler *s = nullptr;
+  std::atomic<bool> *stop = nullptr;
+  static void step(void *d, int status) {
+    auto *f = static_cast<Flood *>(d);
+    if (status != 0) return;
+    if (f->s == nullptr) f->s = pts_global_scheduler(pts_loop_default_global(pts_agent_loop(f->a)));
+    busy_ns(20000);
+    if (f->stop->load(std::memory_order_relaxed)) return;
+    pts_post_options po = PTS_POST_OPTIONS_INIT;
+    po.priority = PTS_PRIORITY_BACKGROUND;
+    pts_scheduler_post(f->s, step, f, &po);
+  }
+};
+
+struct Probe {
+  uint64_t posted;
+  std::vector<uint64_t> *delays;  // the victim's thread only
+  std::atomic<int> *done;
+};
+
+pts_value probe_task(void *d, int status) {
+  auto *pr = static_cast<Probe *>(d);
+  if (status == 0) pr->delays->push_back(now_ns() - pr->posted);
+  pr->done->fetch_add(1, std::memory_order_release);
+  return pts_undefined();
+}
+
+void BM_Latency(benchmark::State &state) {
+  const auto policy = static_cast<pts_policy>(state.range(0));
+  const int samples = 4000;
+  pts_pool_options o = {1, policy, 1, 0};
+  pts_pool *p;
+  pts_pool_new(&o, &p);
+  pts_agent *victim;
+  pts_agent_new(p, nullptr, &victim);
+  std::vector<pts_agent *> flooders(8);
+  for (auto &a : flooders) pts_agent_new(p, nullptr, &a);
+  std::vector<uint64_t> all;
+  for (auto _ : state) {
+    std::atomic<bool> stop{false};
+    std::vector<Flood> fl(flooders.size());
+    for (size_t i = 0; i < fl.size(); i++) {
+      fl[i].a = flooders[i];
+      fl[i].stop = &stop;
+      pts_agent_queue_task(flooders[i], PTS_SOURCE_GENERIC, Flood::step, &fl[i]);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::vector<uint64_t> delays;
+    delays.reserve(samples);
+    std::vector<Probe> probes(samples);
+    std::atomic<int> done{0};
+    pts_agent_post_options po = PTS_AGENT_POST_OPTIONS_INIT;
+    po.priority = PTS_PRIORITY_USER_BLOCKING;
+    uint64_t next = now_ns();
+    for (int i = 0; i < samples; i++) {
+      while (now_ns() < next) {
+      }
+      next += 200000;
+      probes[i] = Probe{now_ns(), &delays, &done};
+      pts_agent_post_task(victim, &po, probe_task, &probes[i], nullptr, nullptr, nullptr);
+    }
+    while (done.load(std::memory_order_acquire) < samples) std::this_thread::yield();
+    stop.store(true);
+    for (auto *a : flooders) pts_agent_drain(a);
+    pts_agent_drain(victim);
+    all.insert(all.end(), delays.begin(), delays.end());
+  }
+  std::sort(all.begin(), all.end());
+  auto pct = [&](double q) {
+    return all.empty() ? 0.0 : static_cast<double>(all[static_cast<size_t>(q * (all.size() - 1))]) / 1000.0;
+  };
+  state.counters["p50_us"] = pct(0.5);
+  state.counters["p99_us"] = pct(0.99);
+  state.counters["p999_us"] = pct(0.999);
+  state.SetLabel(pts_policy_name(policy));
+  pts_pool_shutdown(p);
+  pts_agent_unref(victim);
+  for (auto *a : flooders) pts_agent_unref(a);
+}
+BENCHMARK(BM_Latency)
+    ->DenseRange(PTS_POLICY_STRICT, PTS_POLICY_TIME_PARTITIONED)
+    ->Iterations(1)->Repetitions(3)->ReportAggregatesOnly(true)->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// The gate's two atomic RMWs on one word: the per-post cost of the
+// "posters in flight" protocol (docs/agents.md, "Lifetime").
+std::atomic<uint64_t> gate_word{0};
+void BM_GatePair(benchmark::State &state) {
+  for (auto _ : state) {
+    uint64_t g = gate_word.fetch_add(1, std::memory_order_acquire);
+    benchmark::DoNotOptimize(g);
+    gate_word.fetch_sub(1, std::memory_order_release);
+  }
+}
+BENCHMARK(BM_GatePair)->Threads(1)->Threads(2)->Repetitions(5)->ReportAggregatesOnly(true);
+
+}  // namespace
+
+BENCHMARK_MAIN();

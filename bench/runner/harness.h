@@ -1,0 +1,154 @@
+/* bench/runner/harness.h: the measuring harness of ptsched-bench.
+ *
+ * It owns the run context: the options, the registry of figures (one per
+ * result key, with every measured sample), the comparisons between a ptsched
+ * figure and its floor and peers, the targets of issue 7, the suites that
+ * could not run and why, and the plots. Suites measure through rb_measure()
+ * (one discarded warm-up, then ctx->runs samples around large batches, timed
+ * with CLOCK_MONOTONIC) or record samples they gathered themselves with
+ * rb_record(). output.c turns the registry into the terminal table,
+ * results.json, results.csv, the plots and report.md.
+ *
+ * Threads: the context belongs to the main thread; suites call these
+ * functions from it only (their worker threads never touch the context).
+ */
+#ifndef PTS_BENCH_RUNNER_HARNESS_H
+#define PTS_BENCH_RUNNER_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "bench/runner/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a figure is: the system under test, a peer library or a floor. */
+typedef enum rb_role { RB_PTSCHED = 0, RB_PEER, RB_FLOOR, RB_INFO } rb_role;
+
+#define RB_MAX_PEERS 4
+typedef struct rb_metric {
+  char key[RB_KEY_MAX];
+  char unit[16];
+  rb_role role;
+  bool higher_better; /* e.g. Jain's index; most figures are costs */
+  double *samples;
+  size_t nsamples;
+  rb_summary sum;
+  /* Comparisons (ptsched figures): keys of the floor and of the peers. */
+  char floor_key[RB_KEY_MAX];
+  char peer_keys[RB_MAX_PEERS][RB_KEY_MAX];
+  int npeers;
+  /* A target of issue 7 (has_target): the median must be <= target (or >=
+   * for higher_better); target_text says it in words. */
+  bool has_target;
+  double target;
+  char target_text[96];
+  char note[160];
+} rb_metric;
+
+typedef struct rb_unavailable {
+  char what[64];
+  char why[200];
+} rb_unavailable;
+
+typedef struct rb_plot {
+  char name[64];   /* file stem: DIR/<name>.png and .svg */
+  char title[120];
+  char *script;    /* gnuplot commands after the terminal/output lines */
+} rb_plot;
+
+typedef struct rb_ctx {
+  rb_options opt;
+  int runs;         /* measured runs per figure */
+  double size;      /* batch size multiplier: 1 default, smaller with --quick */
+  char outdir[1600];
+  char datadir[1700];
+  char workspace[1024]; /* where git runs; "" if unknown */
+  rb_metric *metrics;
+  size_t nmetrics, capmetrics;
+  rb_unavailable unavailable[32];
+  size_t nunavailable;
+  rb_plot plots[32];
+  size_t nplots;
+  const char *suite; /* the suite running now (progress lines) */
+  double t_start;
+} rb_ctx;
+
+/* ---- time ---- */
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t rb_now_ns(void);
+/* Busy-waits about ns nanoseconds (a task's simulated work). */
+void rb_spin_ns(uint64_t ns);
+/* Scales a batch size by ctx->size, at least lo. */
+size_t rb_n(const rb_ctx *ctx, size_t n, size_t lo);
+
+/* ---- measuring ---- */
+
+/* One sample: runs a batch and returns the figure (e.g. ns per task), or a
+ * negative value when the scenario failed (reported, figure dropped). */
+typedef double (*rb_sample_fn)(void *arg);
+
+/* Warm-up (discarded), then ctx->runs samples; registers key with their
+ * median/min/max. Returns the metric, or NULL when the scenario failed (then
+ * listed as unavailable with a reason). */
+rb_metric *rb_measure(rb_ctx *ctx, const char *key, const char *unit,
+                      rb_role role, rb_sample_fn fn, void *arg);
+
+/* A scenario of a comparison group. */
+typedef struct rb_spec {
+  const char *key;
+  const char *unit;
+  rb_role role;
+  rb_sample_fn fn;
+  void *arg;
+} rb_spec;
+
+/* Measures scenarios that are compared with each other (ptsched, its floor
+ * and its peers) interleaved: every warm-up first, then run 1 of each, run 2
+ * of each, ... so a change in machine load between runs hits all of them
+ * alike and their ratios stay honest. A scenario that fails is dropped (and
+ * listed as unavailable); the others go on. */
+void rb_measure_group(rb_ctx *ctx, const rb_spec *specs, size_t n);
+
+/* Registers key with samples gathered by the suite (copied). */
+rb_metric *rb_record(rb_ctx *ctx, const char *key, const char *unit,
+                     rb_role role, const double *samples, size_t n);
+
+rb_metric *rb_find(rb_ctx *ctx, const char *key);
+
+/* The figure's floor and peers (NULL-terminated list; keys may be missing at
+ * output time, they are then skipped). */
+void rb_compare(rb_ctx *ctx, const char *key, const char *floor_key, ...);
+void rb_target(rb_ctx *ctx, const char *key, double target, const char *text);
+void rb_note(rb_ctx *ctx, const char *key, const char *fmt, ...);
+
+/* A suite or scenario that did not run, and why (printed, in JSON and report). */
+void rb_unavailable_add(rb_ctx *ctx, const char *what, const char *fmt, ...);
+
+/* A progress line on stderr ("[suite] text", with elapsed time). */
+void rb_progress(rb_ctx *ctx, const char *fmt, ...);
+
+/* Opens DIR/data/<name> for writing plot data (NULL on failure). */
+FILE *rb_data_open(rb_ctx *ctx, const char *name);
+/* Adds a plot; script is copied (printf-formatted). */
+void rb_plot_add(rb_ctx *ctx, const char *name, const char *title,
+                 const char *fmt, ...);
+
+/* jemalloc's "stats.allocated" after refreshing "epoch": bytes the program
+ * holds. Returns -1 when jemalloc's statistics are not available. */
+int64_t rb_allocated_bytes(void);
+
+/* ---- output (output.c) ---- */
+
+void rb_print_table(rb_ctx *ctx, FILE *f);
+int rb_write_outputs(rb_ctx *ctx, int argc, char **argv);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PTS_BENCH_RUNNER_HARNESS_H */

@@ -1,0 +1,646 @@
+/* bench/runner/suite_agents.c: the suites that need agents on the worker
+ * pool (include/ptsched/agents.h): cross-thread posts to an agent and the
+ * wake-up round trip between two agents, scaling over agents x threads x
+ * inter-loop policies, user-blocking latency under a co-located background
+ * flood per policy, and fairness of CPU share against weight per policy.
+ *
+ * Work inside an agent is always started by a seed task queued from the main
+ * thread (pts_agent_queue_task); the seed finds its scheduler on its own
+ * thread and keeps a fixed number of task chains going with
+ * pts_scheduler_post, so a loop always has runnable work until its quota or
+ * the stop flag ends the chains. Completion is signalled through a POSIX
+ * semaphore or pts_agent_drain; nothing here polls a pool's internals.
+ */
+#define _GNU_SOURCE
+#include "bench/runner/suites.h"
+
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench/runner/peers.h"
+#include "ptsched.h"
+#include "ptsched/agents.h"
+
+static void sleep_ns(uint64_t ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+static pts_scheduler *agent_scheduler(pts_agent *a) {
+  return pts_global_scheduler(pts_loop_default_global(pts_agent_loop(a)));
+}
+
+static pts_pool *pool_new(unsigned threads, pts_policy policy) {
+  pts_pool_options o;
+  memset(&o, 0, sizeof o);
+  o.threads = threads;
+  o.policy = policy;
+  o.seed = 42;
+  pts_pool *p = NULL;
+  return pts_pool_new(&o, &p) == 0 ? p : NULL;
+}
+
+static pts_agent *agent_new(pts_pool *pool, const char *origin, uint32_t weight,
+                            int thread) {
+  pts_agent_options o = PTS_AGENT_OPTIONS_INIT;
+  o.origin = origin;
+  o.weight = weight;
+  o.thread = thread;
+  pts_agent *a = NULL;
+  return pts_agent_new(pool, &o, &a) == 0 ? a : NULL;
+}
+
+static void agent_free(pts_agent *a) {
+  if (a == NULL) return;
+  pts_agent_destroy(a, true);
+  pts_agent_unref(a);
+}
+
+static void policy_key(char *buf, size_t size, int policy) {
+  rb_key_part(buf, size, pts_policy_name(policy));
+}
+
+/* ------------------------------------------------------------------ */
+/* crossthread via agents                                              */
+
+typedef struct axt {
+  pts_agent *a, *b;
+  size_t n, count;
+  uint64_t start, end;
+  sem_t done;
+  int fail;
+} axt;
+
+static void axt_task(void *data, int status) {
+  axt *x = data;
+  if (status != 0) return;
+  if (++x->count == x->n) {
+    x->end = rb_now_ns();
+    sem_post(&x->done);
+  }
+}
+
+static pts_value axt_cb(void *data, int status) {
+  axt_task(data, status);
+  return pts_undefined();
+}
+
+typedef struct axt_arg {
+  pts_agent *a;
+  size_t n;
+  int post_task;
+} axt_arg;
+
+static double s_agent_stream(void *arg) {
+  axt_arg *g = arg;
+  axt x;
+  memset(&x, 0, sizeof x);
+  x.n = g->n;
+  sem_init(&x.done, 0, 0);
+  pts_agent_post_options o = PTS_AGENT_POST_OPTIONS_INIT;
+  o.priority = PTS_PRIORITY_USER_VISIBLE;
+  uint64_t t0 = rb_now_ns();
+  size_t i = 0;
+  for (; i < x.n; i++) {
+    int rc = g->post_task
+                 ? pts_agent_post_task(g->a, &o, axt_cb, &x, NULL, NULL, NULL)
+                 : pts_agent_queue_task(g->a, PTS_SOURCE_MESSAGE, axt_task, &x);
+    if (rc != 0) break;
+  }
+  double r = -1;
+  if (i == x.n) {
+    sem_wait(&x.done);
+    r = (double)(x.end - t0) / (double)x.n;
+  }
+  pts_agent_drain(g->a);
+  sem_destroy(&x.done);
+  return r;
+}
+
+static void rtt_b(void *data, int status);
+static void rtt_a(void *data, int status) {
+  axt *x = data;
+  if (status != 0) return;
+  x->count++;
+  if (x->count == 1) x->start = rb_now_ns();
+  if (x->count == x->n + 1) {
+    x->end = rb_now_ns();
+    sem_post(&x->done);
+    return;
+  }
+  if (pts_agent_queue_task(x->b, PTS_SOURCE_MESSAGE, rtt_b, x) != 0) {
+    x->fail = 1;
+    sem_post(&x->done);
+  }
+}
+static void rtt_b(void *data, int status) {
+  axt *x = data;
+  if (status != 0) return;
+  if (pts_agent_queue_task(x->a, PTS_SOURCE_MESSAGE, rtt_a, x) != 0) {
+    x->fail = 1;
+    sem_post(&x->done);
+  }
+}
+
+typedef struct rtt_arg {
+  pts_agent *a, *b;
+  size_t rounds;
+} rtt_arg;
+
+static double s_agent_rtt(void *arg) {
+  rtt_arg *g = arg;
+  axt x;
+  memset(&x, 0, sizeof x);
+  x.a = g->a;
+  x.b = g->b;
+  x.n = g->rounds;
+  sem_init(&x.done, 0, 0);
+  sleep_ns(2000000); /* both pool threads parked */
+  double r = -1;
+  if (pts_agent_queue_task(x.a, PTS_SOURCE_MESSAGE, rtt_a, &x) == 0) {
+    sem_wait(&x.done);
+    if (!x.fail) r = (double)(x.end - x.start) / (double)x.n;
+  }
+  pts_agent_drain(x.a);
+  pts_agent_drain(x.b);
+  sem_destroy(&x.done);
+  return r;
+}
+
+void rb_agents_crossthread_part(rb_ctx *ctx) {
+  size_t n = rb_n(ctx, 200000, 20000);
+  size_t rounds = rb_n(ctx, 2000, 200);
+  rb_progress(ctx, "agents: stream of %zu posts to an agent on a 1-thread pool", n);
+  pts_pool *pool = pool_new(1, PTS_POLICY_STRICT);
+  pts_agent *a = pool ? agent_new(pool, "target", 1, 0) : NULL;
+  if (a != NULL) {
+    axt_arg g = {a, n, 0};
+    rb_measure(ctx, "crossthread.agent_queue.ns_per_task", "ns", RB_PTSCHED, s_agent_stream, &g);
+    axt_arg h = {a, n, 1};
+    rb_measure(ctx, "crossthread.agent_post_task.ns_per_task", "ns", RB_PTSCHED, s_agent_stream, &h);
+    const char *keys[] = {"crossthread.agent_queue.ns_per_task",
+                          "crossthread.agent_post_task.ns_per_task"};
+    for (int i = 0; i < 2; i++)
+      rb_compare(ctx, keys[i], "crossthread.floor_mpsc.ns_per_task",
+                 "crossthread.libevent_active.ns_per_task",
+                 "crossthread.libuv_async.ns_per_task", NULL);
+  } else {
+    rb_unavailable_add(ctx, "crossthread.agent_queue", "pool or agent creation failed");
+  }
+  agent_free(a);
+  if (pool) pts_pool_shutdown(pool);
+
+  rb_progress(ctx, "agents: wake-up round trips between two agents on two pool threads");
+  pool = pool_new(2, PTS_POLICY_STRICT);
+  pts_agent *x = pool ? agent_new(pool, "ping", 1, 0) : NULL;
+  pts_agent *y = pool ? agent_new(pool, "pong", 1, 1) : NULL;
+  if (x && y) {
+    rtt_arg g = {x, y, rounds};
+    rb_measure(ctx, "crossthread.agent_wake_rtt.ns", "ns", RB_PTSCHED, s_agent_rtt, &g);
+    rb_compare(ctx, "crossthread.agent_wake_rtt.ns", "crossthread.floor_futex_wake_rtt.ns",
+               "crossthread.libevent_wake_rtt.ns", "crossthread.libuv_wake_rtt.ns", NULL);
+  } else {
+    rb_unavailable_add(ctx, "crossthread.agent_wake_rtt", "pool or agent creation failed");
+  }
+  agent_free(x);
+  agent_free(y);
+  if (pool) pts_pool_shutdown(pool);
+}
+
+/* ------------------------------------------------------------------ */
+/* chains: the work every pool scenario runs inside its agents          */
+
+typedef struct chain_agent {
+  pts_agent *agent;
+  pts_scheduler *s;
+  int priority;
+  uint64_t cost_ns;        /* simulated work per task */
+  size_t remaining;        /* quota of tasks still to post (agent thread) */
+  size_t chains;           /* chains still running (agent thread) */
+  size_t width;
+  size_t ran;              /* tasks run (agent thread; read after drain) */
+  uint64_t busy_ns;        /* measured task time (agent thread) */
+  atomic_int *stop;        /* shared stop flag, or NULL: quota only */
+  atomic_size_t *left;     /* agents not finished */
+  sem_t *done;             /* posted when left reaches 0 */
+  int fail;
+} chain_agent;
+
+static void chain_end(chain_agent *c) {
+  if (--c->chains == 0 && c->left != NULL &&
+      atomic_fetch_sub(c->left, 1) == 1 && c->done != NULL)
+    sem_post(c->done);
+}
+
+static void chain_task(void *data, int status) {
+  chain_agent *c = data;
+  if (status != 0) return; /* released at destroy: nothing to do */
+  if (c->cost_ns) {
+    uint64_t t0 = rb_now_ns();
+    rb_spin_ns(c->cost_ns);
+    c->busy_ns += rb_now_ns() - t0;
+  }
+  c->ran++;
+  bool more = c->stop ? !atomic_load_explicit(c->stop, memory_order_relaxed)
+                      : c->remaining > 0;
+  if (more) {
+    if (!c->stop) c->remaining--;
+    pts_post_options o = PTS_POST_OPTIONS_INIT;
+    o.priority = c->priority;
+    if (pts_scheduler_post(c->s, chain_task, c, &o) == 0) return;
+    c->fail = 1;
+  }
+  chain_end(c);
+}
+
+static void chain_seed(void *data, int status) {
+  chain_agent *c = data;
+  if (status != 0) return;
+  c->s = agent_scheduler(c->agent);
+  c->chains = 0;
+  for (size_t i = 0; i < c->width; i++) {
+    if (!c->stop) {
+      if (c->remaining == 0) break;
+      c->remaining--;
+    }
+    pts_post_options o = PTS_POST_OPTIONS_INIT;
+    o.priority = c->priority;
+    if (pts_scheduler_post(c->s, chain_task, c, &o) != 0) {
+      c->fail = 1;
+      break;
+    }
+    c->chains++;
+  }
+  if (c->chains == 0) {
+    c->chains = 1;
+    chain_end(c);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* scale: agents x threads x policies                                  */
+
+typedef struct scale_arg {
+  pts_agent **agents;
+  chain_agent *ch;
+  size_t m, total;
+} scale_arg;
+
+static double s_scale(void *arg) {
+  scale_arg *g = arg;
+  atomic_size_t left;
+  sem_t done;
+  atomic_init(&left, g->m);
+  sem_init(&done, 0, 0);
+  size_t quota = g->total / g->m;
+  for (size_t i = 0; i < g->m; i++) {
+    chain_agent *c = &g->ch[i];
+    memset(c, 0, sizeof *c);
+    c->agent = g->agents[i];
+    c->priority = PTS_PRIORITY_USER_VISIBLE;
+    c->remaining = quota;
+    c->width = 8;
+    c->left = &left;
+    c->done = &done;
+  }
+  uint64_t t0 = rb_now_ns();
+  size_t i = 0;
+  for (; i < g->m; i++)
+    if (pts_agent_queue_task(g->agents[i], PTS_SOURCE_GENERIC, chain_seed, &g->ch[i]) != 0)
+      break;
+  double r = -1;
+  if (i == g->m) {
+    sem_wait(&done);
+    uint64_t t1 = rb_now_ns();
+    size_t ran = 0;
+    int fail = 0;
+    for (size_t k = 0; k < g->m; k++) {
+      pts_agent_drain(g->agents[k]);
+      ran += g->ch[k].ran;
+      fail |= g->ch[k].fail;
+    }
+    if (!fail && ran == quota * g->m) r = (double)(t1 - t0) / (double)ran;
+  } else {
+    for (size_t k = 0; k < i; k++) pts_agent_drain(g->agents[k]);
+  }
+  sem_destroy(&done);
+  return r;
+}
+
+void rb_suite_scale(rb_ctx *ctx) {
+  static const size_t agents_full[] = {1, 4, 16, 64};
+  static const size_t agents_quick[] = {1, 16};
+  const size_t *am = ctx->opt.quick ? agents_quick : agents_full;
+  size_t na = ctx->opt.quick ? 2 : 4;
+  size_t total = rb_n(ctx, 64000, 16000);
+  char pk[32], scen[64], key[RB_KEY_MAX], file[64];
+  char plot[4096];
+  size_t po = 0;
+  po += (size_t)snprintf(plot + po, sizeof plot - po,
+                         "set xlabel 'agents'\nset ylabel 'ns per task (wall clock)'\n"
+                         "set logscale x 2\nset key outside right\nset grid\nplot ");
+  int first = 1;
+  for (unsigned threads = 1; threads <= 2; threads++) {
+    for (int p = 0; p < PTS_POLICY_COUNT; p++) {
+      policy_key(pk, sizeof pk, p);
+      rb_progress(ctx, "policy %s, %u thread(s), agents up to %zu, %zu tasks per run",
+                  pts_policy_name(p), threads, am[na - 1], total);
+      snprintf(file, sizeof file, "scale_%s_t%u.dat", pk, threads);
+      FILE *f = rb_data_open(ctx, file);
+      if (f) fprintf(f, "# agents median_ns min_ns max_ns\n");
+      for (size_t k = 0; k < na; k++) {
+        size_t m = am[k];
+        pts_pool *pool = pool_new(threads, (pts_policy)p);
+        pts_agent **agents = calloc(m, sizeof *agents);
+        chain_agent *ch = calloc(m, sizeof *ch);
+        size_t made = 0;
+        for (; pool && agents && ch && made < m; made++) {
+          char origin[32];
+          snprintf(origin, sizeof origin, "tenant%zu", made);
+          if ((agents[made] = agent_new(pool, origin, 1, -1)) == NULL) break;
+        }
+        snprintf(scen, sizeof scen, "%s_t%u_a%zu", pk, threads, m);
+        rb_key_make(key, sizeof key, "scale", scen, "ns_per_task");
+        if (made == m) {
+          scale_arg g = {agents, ch, m, total};
+          rb_metric *mt = rb_measure(ctx, key, "ns", RB_PTSCHED, s_scale, &g);
+          if (mt) {
+            rb_compare(ctx, key, "throughput.floor_prio_fifo.ns_per_task", NULL);
+            if (f) fprintf(f, "%zu %.2f %.2f %.2f\n", m, mt->sum.median, mt->sum.min, mt->sum.max);
+          }
+        } else {
+          rb_unavailable_add(ctx, key, "pool or agent creation failed");
+        }
+        for (size_t i = 0; i < made; i++) agent_free(agents[i]);
+        free(agents);
+        free(ch);
+        if (pool) pts_pool_shutdown(pool);
+      }
+      if (f) fclose(f);
+      po += (size_t)snprintf(plot + po, sizeof plot - po,
+                             "%s'data/%s' using 1:2:3:4 with yerrorlines title '%s, %u thr'",
+                             first ? "" : ", \\\n     ", file, pts_policy_name(p), threads);
+      first = 0;
+    }
+  }
+  snprintf(plot + po, sizeof plot - po, "\n");
+  rb_plot_add(ctx, "scale", "Scaling: ns per task over agents, per policy and thread count",
+              "%s", plot);
+}
+
+/* ------------------------------------------------------------------ */
+/* latency per policy: a user-blocking tenant beside a background flood */
+
+typedef struct alat {
+  pts_agent *bg, *ub;
+  chain_agent flood;
+  atomic_int stop;
+  atomic_int done;
+  _Atomic uint64_t t_inject;
+  double delay;
+} alat;
+
+static pts_value alat_ub(void *data, int status) {
+  alat *l = data;
+  if (status == 0) {
+    l->delay = (double)(rb_now_ns() - atomic_load(&l->t_inject));
+    atomic_store_explicit(&l->done, 1, memory_order_release);
+  }
+  return pts_undefined();
+}
+
+static int alat_policy; /* the policy the next alat_run uses */
+
+static int alat_run(uint64_t bg_ns, uint64_t gap_ns, double *delays, size_t k) {
+  pts_pool *pool = pool_new(1, (pts_policy)alat_policy);
+  if (pool == NULL) return -1;
+  alat *l = calloc(1, sizeof *l);
+  int rc = -1;
+  if (l == NULL) {
+    pts_pool_shutdown(pool);
+    return -1;
+  }
+  l->bg = agent_new(pool, "flood", 1, 0);
+  l->ub = agent_new(pool, "interactive", 1, 0);
+  if (l->bg && l->ub) {
+    l->flood.agent = l->bg;
+    l->flood.priority = PTS_PRIORITY_BACKGROUND;
+    l->flood.cost_ns = bg_ns;
+    l->flood.width = RB_FLOOD;
+    l->flood.stop = &l->stop;
+    pts_agent_queue_task(l->bg, PTS_SOURCE_GENERIC, chain_seed, &l->flood);
+    sleep_ns(1000000);
+    unsigned seed = 12345;
+    pts_agent_post_options o = PTS_AGENT_POST_OPTIONS_INIT;
+    o.priority = PTS_PRIORITY_USER_BLOCKING;
+    uint64_t deadline = rb_now_ns() + rb_lat_budget_ns;
+    size_t i = 0;
+    for (; i < k && rb_now_ns() < deadline; i++) {
+      struct timespec ts = {0, (long)(gap_ns / 2 + (uint64_t)(rand_r(&seed) % (unsigned)(gap_ns + 1)))};
+      nanosleep(&ts, NULL);
+      atomic_store(&l->done, 0);
+      atomic_store(&l->t_inject, rb_now_ns());
+      if (pts_agent_post_task(l->ub, &o, alat_ub, l, NULL, NULL, NULL) != 0) break;
+      uint64_t limit = rb_now_ns() + 2000000000u; /* a stuck policy fails the run */
+      while (atomic_load_explicit(&l->done, memory_order_acquire) == 0 && rb_now_ns() < limit)
+        sleep_ns(5000); /* sleep-poll: leave the second core to the pool */
+      if (atomic_load(&l->done) == 0) break;
+      delays[i] = l->delay;
+    }
+    atomic_store(&l->stop, 1);
+    pts_agent_drain(l->bg);
+    pts_agent_drain(l->ub);
+    /* A task that never started (stuck policy) fails the run. */
+    if (i == k || rb_now_ns() >= deadline) rc = (int)i;
+    if (i < k && atomic_load(&l->done) == 0) rc = -1;
+  }
+  agent_free(l->bg);
+  agent_free(l->ub);
+  pts_pool_shutdown(pool);
+  free(l);
+  return rc;
+}
+
+/* One runner per policy, so rb_lat_measure can interleave the policies. */
+#define ALAT(P) \
+  static int alat_##P(uint64_t b, uint64_t g, double *d, size_t k) { \
+    alat_policy = P;                                                  \
+    return alat_run(b, g, d, k);                                      \
+  }
+ALAT(0)
+ALAT(1)
+ALAT(2)
+ALAT(3)
+ALAT(4)
+static const rb_lat_fn alat_fns[PTS_POLICY_COUNT] = {alat_0, alat_1, alat_2, alat_3, alat_4};
+
+void rb_agents_latency_part(rb_ctx *ctx) {
+  const uint64_t bg_ns = 5000, gap_ns = 40000;
+  size_t k = rb_n(ctx, 600, 100);
+  char scen[PTS_POLICY_COUNT][48], cdf[PTS_POLICY_COUNT][64], pk[32];
+  lat_sys sys[PTS_POLICY_COUNT];
+  for (int p = 0; p < PTS_POLICY_COUNT; p++) {
+    policy_key(pk, sizeof pk, p);
+    snprintf(scen[p], sizeof scen[p], "policy_%s", pk);
+    snprintf(cdf[p], sizeof cdf[p], "latency_cdf_%s.dat", pk);
+    sys[p].scenario = scen[p];
+    sys[p].role = RB_PTSCHED;
+    sys[p].fn = alat_fns[p];
+    sys[p].cdf = cdf[p];
+  }
+  rb_progress(ctx, "agents: a user-blocking tenant beside a background tenant on one pool thread, "
+              "every policy interleaved, up to %zu posts per run", k);
+  rb_lat_budget_ns = ctx->opt.quick ? 150000000u : 400000000u;
+  bool ok[PTS_POLICY_COUNT];
+  rb_lat_measure(ctx, sys, PTS_POLICY_COUNT, bg_ns, gap_ns, k, ok);
+  char plot[4096];
+  size_t po = 0;
+  po += (size_t)snprintf(plot + po, sizeof plot - po,
+                         "set xlabel 'start delay (us)'\nset ylabel 'fraction of tasks'\n"
+                         "set logscale x\nset key bottom right\nset grid\nplot ");
+  int first = 1;
+  static const char *const figs[] = {"p50_us", "p99_us", "p999_us"};
+  for (int p = 0; p < PTS_POLICY_COUNT; p++) {
+    if (!ok[p]) continue;
+    for (int i = 0; i < 3; i++) {
+      char key[RB_KEY_MAX], peer[RB_KEY_MAX];
+      rb_key_make(key, sizeof key, "latency", scen[p], figs[i]);
+      rb_key_make(peer, sizeof peer, "latency", "libevent_ub_under_bg_flood", figs[i]);
+      rb_compare(ctx, key, "", peer, NULL);
+    }
+    po += (size_t)snprintf(plot + po, sizeof plot - po,
+                           "%s'data/%s' using 1:2 with lines lw 2 title '%s'",
+                           first ? "" : ", \\\n     ", cdf[p], pts_policy_name(p));
+    first = 0;
+  }
+  if (!first) {
+    snprintf(plot + po, sizeof plot - po, "\n");
+    rb_plot_add(ctx, "latency_cdf_policies",
+                "User-blocking start delay beside a background tenant on the same thread, per policy",
+                "%s", plot);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* fairness: CPU share per tenant against weight                        */
+
+#define TENANTS 4
+static const uint32_t tenant_weight[TENANTS] = {1, 1, 2, 4};
+static const uint64_t tenant_cost[TENANTS] = {1000, 3000, 1000, 2000};
+
+typedef struct fair_arg {
+  pts_agent *agents[TENANTS];
+  chain_agent ch[TENANTS];
+  uint64_t duration_ns;
+  double share[TENANTS];
+} fair_arg;
+
+static double s_fair(void *arg) {
+  fair_arg *g = arg;
+  atomic_int stop;
+  atomic_init(&stop, 0);
+  for (int i = 0; i < TENANTS; i++) {
+    chain_agent *c = &g->ch[i];
+    memset(c, 0, sizeof *c);
+    c->agent = g->agents[i];
+    c->priority = PTS_PRIORITY_USER_VISIBLE;
+    c->cost_ns = tenant_cost[i];
+    c->width = 4;
+    c->stop = &stop;
+  }
+  for (int i = 0; i < TENANTS; i++)
+    if (pts_agent_queue_task(g->agents[i], PTS_SOURCE_GENERIC, chain_seed, &g->ch[i]) != 0) {
+      atomic_store(&stop, 1);
+      for (int k = 0; k < TENANTS; k++) pts_agent_drain(g->agents[k]);
+      return -1;
+    }
+  sleep_ns(g->duration_ns);
+  atomic_store(&stop, 1);
+  for (int i = 0; i < TENANTS; i++) pts_agent_drain(g->agents[i]);
+  double used[TENANTS], w[TENANTS], sum = 0;
+  for (int i = 0; i < TENANTS; i++) {
+    if (g->ch[i].fail) return -1;
+    used[i] = (double)g->ch[i].busy_ns;
+    w[i] = tenant_weight[i];
+    sum += used[i];
+  }
+  if (sum <= 0) return -1;
+  for (int i = 0; i < TENANTS; i++) g->share[i] = used[i] / sum;
+  return rb_weighted_jain(used, w, TENANTS);
+}
+
+void rb_suite_fairness(rb_ctx *ctx) {
+  uint64_t dur = (uint64_t)(150e6 * ctx->size);
+  if (dur < 40000000u) dur = 40000000u;
+  double wsum = 0;
+  for (int i = 0; i < TENANTS; i++) wsum += tenant_weight[i];
+  FILE *f = rb_data_open(ctx, "fairness.dat");
+  if (f) {
+    fprintf(f, "tenant expected");
+    for (int p = 0; p < PTS_POLICY_COUNT; p++) fprintf(f, " %s", pts_policy_name(p));
+    fprintf(f, "\n");
+  }
+  double shares[PTS_POLICY_COUNT][TENANTS];
+  bool have[PTS_POLICY_COUNT] = {false};
+  char pk[32], key[RB_KEY_MAX], scen[64];
+  for (int p = 0; p < PTS_POLICY_COUNT; p++) {
+    rb_progress(ctx, "policy %s: %d tenants (weights 1,1,2,4; task costs 1,3,1,2 us) on one thread, %.0f ms per run",
+                pts_policy_name(p), TENANTS, (double)dur / 1e6);
+    policy_key(pk, sizeof pk, p);
+    pts_pool *pool = pool_new(1, (pts_policy)p);
+    fair_arg *g = calloc(1, sizeof *g);
+    int made = 0;
+    for (; pool && g && made < TENANTS; made++) {
+      char origin[32];
+      snprintf(origin, sizeof origin, "tenant%d", made);
+      if ((g->agents[made] = agent_new(pool, origin, tenant_weight[made], 0)) == NULL) break;
+    }
+    rb_key_make(key, sizeof key, "fairness", pk, "jain_index");
+    if (made == TENANTS) {
+      g->duration_ns = dur;
+      rb_metric *m = rb_measure(ctx, key, "index", RB_PTSCHED, s_fair, g);
+      if (m) {
+        m->higher_better = true;
+        rb_note(ctx, key, "Jain's index of CPU share / weight share (1 = shares follow weights)");
+        for (int i = 0; i < TENANTS; i++) {
+          snprintf(scen, sizeof scen, "%s_t%d", pk, i);
+          char sk[RB_KEY_MAX];
+          rb_key_make(sk, sizeof sk, "fairness", scen, "share");
+          rb_record(ctx, sk, "fraction", RB_INFO, &g->share[i], 1);
+          rb_note(ctx, sk, "last run; weight %u of %.0f -> expected %.3f", tenant_weight[i],
+                  wsum, tenant_weight[i] / wsum);
+          shares[p][i] = g->share[i];
+        }
+        have[p] = true;
+      }
+    } else {
+      rb_unavailable_add(ctx, key, "pool or agent creation failed");
+    }
+    for (int i = 0; g && i < made; i++) agent_free(g->agents[i]);
+    free(g);
+    if (pool) pts_pool_shutdown(pool);
+  }
+  rb_target(ctx, "fairness.fair.jain_index", 0.95, ">= 0.95 (the fair policy follows weights)");
+  if (f) {
+    for (int i = 0; i < TENANTS; i++) {
+      fprintf(f, "t%d(w%u) %.4f", i, tenant_weight[i], tenant_weight[i] / wsum);
+      for (int p = 0; p < PTS_POLICY_COUNT; p++) {
+        if (have[p]) fprintf(f, " %.4f", shares[p][i]);
+        else fprintf(f, " 0");
+      }
+      fprintf(f, "\n");
+    }
+    fclose(f);
+    rb_plot_add(ctx, "fairness", "CPU share per tenant against its weight, per policy",
+                "set style data histograms\nset style histogram clustered gap 1\n"
+                "set style fill solid 0.8 border -1\nset ylabel 'share of CPU time'\n"
+                "set yrange [0:*]\nset key outside right\nset grid ytics\n"
+                "plot for [i=2:%d] 'data/fairness.dat' using i:xtic(1) title columnheader(i)\n",
+                PTS_POLICY_COUNT + 2);
+  }
+}
+

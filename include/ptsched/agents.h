@@ -1,0 +1,196 @@
+/* ptsched: agents on a worker pool.
+ *
+ * An agent is a tenant: its own loop (with its default global and scheduler),
+ * an origin label and a weight. A pool of N threads runs M agents' loops; a
+ * loop runs on exactly one pool thread (its placement), and a thread hosting
+ * several loops picks the next one by the pool's inter-loop policy.
+ *
+ * Threads: every function here may be called from any thread, including from
+ * inside a task of any agent. Operations on an agent travel through its loop's
+ * inbox and are applied whole by its thread between two tasks. Callbacks run
+ * on the target agent's pool thread unless said otherwise.
+ *
+ * Ownership: pts_pool_new and pts_agent_new give one reference (atomic);
+ * pts_agent_unref drops it. Destroying an agent or shutting the pool down does
+ * not free the handle: calls on it then fail with PTS_ECLOSED.
+ */
+#ifndef PTSCHED_AGENTS_H
+#define PTSCHED_AGENTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ptsched/common.h"
+#include "ptsched/loop.h"
+#include "ptsched/scheduler.h"
+#include "ptsched/signal.h"
+#include "ptsched/value.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pts_pool pts_pool;
+typedef struct pts_agent pts_agent;
+typedef struct pts_remote_controller pts_remote_controller;
+
+/* Inter-loop policies for loops sharing a thread (docs/agents.md). */
+typedef enum pts_policy {
+  PTS_POLICY_STRICT = 0,       /* most urgent next task across loops, then longest waiting loop */
+  PTS_POLICY_ROUND_ROBIN,      /* one task per ready loop in turn */
+  PTS_POLICY_FAIR,             /* least CPU time used per unit of weight */
+  PTS_POLICY_RANDOMIZED,       /* weighted lottery among ready loops, seeded */
+  PTS_POLICY_TIME_PARTITIONED  /* fixed slots per loop; idle slots stay idle */
+} pts_policy;
+#define PTS_POLICY_COUNT 5
+/* "strict", "round-robin", "fair", "randomized", "time-partitioned"; NULL if unknown. */
+PTS_EXTERN const char *pts_policy_name(int policy);
+
+typedef struct pts_pool_options {
+  unsigned threads;  /* 0 = number of online cores */
+  pts_policy policy;
+  uint64_t seed;     /* randomized policy */
+  uint64_t slot_ns;  /* time-partitioned slot length; 0 = 1 ms */
+} pts_pool_options;
+
+PTS_EXTERN int pts_pool_new(const pts_pool_options *opts, pts_pool **out);
+/* Stops the threads after destroying every agent still running (their
+ * pending work is released: promises rejected, callbacks given
+ * PTS_ECLOSED) and frees the pool. Not from a pool thread (PTS_EBUSY).
+ * Agent handles stay valid until unref'd. */
+PTS_EXTERN int pts_pool_shutdown(pts_pool *pool);
+PTS_EXTERN unsigned pts_pool_threads(const pts_pool *pool);
+
+typedef struct pts_agent_options {
+  const char *origin; /* tenant/origin label (copied); NULL = a unique one */
+  uint32_t weight;    /* fair and randomized policies; 0 = 1 */
+  int thread;         /* explicit placement (0..threads-1), or -1 = by rule */
+} pts_agent_options;
+#define PTS_AGENT_OPTIONS_INIT {NULL, 1, -1}
+
+/* Creates an agent and places it: with thread = -1, an origin already placed
+ * goes to its thread; a new origin takes a thread with no origin yet while
+ * there is one (one origin per thread, the spec's first mitigation);
+ * otherwise the thread with the fewest agents. */
+PTS_EXTERN int pts_agent_new(pts_pool *pool, const pts_agent_options *opts,
+                             pts_agent **out);
+PTS_EXTERN void pts_agent_ref(pts_agent *a);
+PTS_EXTERN void pts_agent_unref(pts_agent *a);
+/* The thread index the agent runs on. */
+PTS_EXTERN int pts_agent_thread(const pts_agent *a);
+/* The agent's loop and default global: for use only from the agent's own
+ * tasks (its thread); borrowed. pts_loop_stop() on it only wakes it (an
+ * agent stops by pts_agent_destroy); pts_loop_run() on it fails (PTS_EBUSY). */
+PTS_EXTERN pts_loop *pts_agent_loop(pts_agent *a);
+
+/* Destroys the agent: applied by its thread between two tasks (from one of
+ * its own tasks: after that task returns). Pending tasks, promises and
+ * timers are released (callbacks get PTS_ECANCELED or PTS_ECLOSED), the loop is
+ * freed; later calls fail with PTS_ECLOSED. If wait, blocks until done (not
+ * allowed from the agent's own thread, i.e. from any task of an agent placed
+ * on the same pool thread: PTS_EBUSY, and nothing is done). A second destroy
+ * returns PTS_ECLOSED (after waiting for the first, if wait). */
+PTS_EXTERN int pts_agent_destroy(pts_agent *a, bool wait);
+
+/* Blocks until the agent has nothing runnable and no pending inbox command
+ * (timers may still be armed). Not from a pool thread (PTS_EBUSY). */
+PTS_EXTERN int pts_agent_drain(pts_agent *a);
+
+/* The outcome of a cross-thread postTask: status 0 and the fulfilment value,
+ * or a negative status and the rejection reason (PTS_EABORT when aborted,
+ * PTS_EERROR when the callback returned an error value or a promise that was
+ * rejected, PTS_ECLOSED when the agent, or reply_to, was destroyed first).
+ * result is borrowed. Called exactly once. A callback that returns a promise
+ * (of the agent's loop) is adopted: done learns its settlement. */
+typedef void (*pts_result_fn)(void *data, int status, pts_value result);
+
+/* Options of a cross-thread post: the postTask options, with the signal given
+ * as a remote controller's signal (or none). */
+typedef struct pts_agent_post_options {
+  int priority;                      /* pts_priority or PTS_PRIORITY_UNSET */
+  int64_t delay_ms;
+  pts_remote_controller *controller; /* its signal is the task's signal; may be NULL */
+} pts_agent_post_options;
+#define PTS_AGENT_POST_OPTIONS_INIT {PTS_PRIORITY_UNSET, 0, NULL}
+
+/* postTask on the agent's scheduler from any thread. callback runs as the task
+ * on the agent's thread (status as pts_task_callback). done (may be NULL)
+ * learns the result: on the agent's thread, or, if reply_to is not NULL, as a
+ * message task on reply_to's thread (so a caller that is itself an agent gets
+ * its result on its own loop). Bad options fail here (PTS_ETYPE, PTS_EINVAL;
+ * PTS_EFOREIGN for a controller of another agent); a closed agent or pool:
+ * PTS_ECLOSED and nothing is called. If reply_to is closed when the result is
+ * ready, done gets PTS_ECLOSED on the agent's thread instead. */
+PTS_EXTERN int pts_agent_post_task(pts_agent *a,
+                                   const pts_agent_post_options *opts,
+                                   pts_task_callback callback, void *data,
+                                   pts_result_fn done, void *done_data,
+                                   pts_agent *reply_to);
+
+/* Queues fn on one of the agent's ordinary task sources from any thread. */
+PTS_EXTERN int pts_agent_queue_task(pts_agent *a, pts_task_source source,
+                                    pts_task_fn fn, void *data);
+
+/* A handle to a controller owned by an agent, usable from any thread. Create
+ * it on the agent's thread (from one of its tasks) with
+ * pts_remote_controller_new, which creates the controller (a TaskController if
+ * priority >= 0, else an AbortController) on the agent's loop. */
+PTS_EXTERN int pts_remote_controller_new(pts_agent *a, int priority,
+                                         pts_remote_controller **out);
+/* Any thread: the same from outside, applied on the agent's thread before any
+ * later command of this caller; returns at once. */
+PTS_EXTERN int pts_remote_controller_new_async(pts_agent *a, int priority,
+                                               pts_remote_controller **out);
+PTS_EXTERN void pts_remote_controller_ref(pts_remote_controller *rc);
+PTS_EXTERN void pts_remote_controller_unref(pts_remote_controller *rc);
+/* abort(reason) / setPriority(priority) from any thread (reason copied; NULL =
+ * AbortError; a promise reason is PTS_EINVAL). done (may be NULL) gets the
+ * outcome on the agent's thread: 0, PTS_ENOTALLOWED, PTS_EINVAL (setPriority
+ * on an AbortController)..., or PTS_ECLOSED if the agent is gone. An unknown
+ * priority fails at the call (PTS_ETYPE) and nothing is called. */
+PTS_EXTERN int pts_remote_controller_abort(pts_remote_controller *rc,
+                                           const pts_value *reason,
+                                           pts_task_fn done, void *done_data);
+PTS_EXTERN int pts_remote_controller_set_priority(pts_remote_controller *rc,
+                                                  int priority,
+                                                  pts_task_fn done,
+                                                  void *done_data);
+/* The controller itself, for the agent's own tasks (its thread); borrowed. */
+PTS_EXTERN pts_controller *pts_remote_controller_get(pts_remote_controller *rc);
+
+/* Statistics (relaxed snapshots, any thread). */
+#define PTS_DELAY_BUCKETS 32 /* bucket i: start delay in [2^i, 2^(i+1)) ns */
+/* The class a task ran in (docs/loop.md): idle callbacks; scheduler
+ * effective priority 0-1; timers, messages, generic and effective priority 2;
+ * effective priority 3-5; user input. */
+typedef enum pts_task_class {
+  PTS_CLASS_IDLE = 0,
+  PTS_CLASS_LOW,
+  PTS_CLASS_FIFO,
+  PTS_CLASS_HIGH,
+  PTS_CLASS_INPUT
+} pts_task_class;
+#define PTS_CLASS_COUNT 5
+typedef struct pts_agent_stats {
+  uint64_t tasks_run[PTS_CLASS_COUNT]; /* by class of the task when it started */
+  uint64_t cpu_ns;         /* time spent running this agent's steps */
+  uint64_t delay_hist[PTS_DELAY_BUCKETS]; /* start delay of cross-thread posted tasks */
+  uint64_t inbox_depth;    /* commands posted and not yet applied */
+  uint64_t inbox_max;      /* largest depth seen at a drain */
+} pts_agent_stats;
+typedef struct pts_thread_stats {
+  uint64_t steps, busy_ns, idle_ns, wakeups, agents;
+  /* Time-partitioned: CLOCK_MONOTONIC ns at which the thread's current frame
+   * began; slot k starts at frame_origin_ns + k * slot_ns and belongs to the
+   * thread's agent number k mod agents, in placement order. A new frame
+   * begins whenever an agent is added to or removed from the thread. */
+  uint64_t frame_origin_ns;
+} pts_thread_stats;
+PTS_EXTERN int pts_agent_get_stats(const pts_agent *a, pts_agent_stats *out);
+PTS_EXTERN int pts_pool_get_thread_stats(const pts_pool *pool, unsigned thread,
+                                         pts_thread_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PTSCHED_AGENTS_H */

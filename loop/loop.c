@@ -1,0 +1,908 @@
+/* loop/loop.c: one event loop: its owner thread, run modes, the inbox, the
+ * ordinary task queues of its globals, the choice of the next task (the
+ * default policy of docs/loop.md), microtasks, the scheduling state, the
+ * provider hook and the per-loop block pool.
+ *
+ * Invariant: only the owner thread touches anything but the inbox, the
+ * parker, stop_requested, running and owner. Every task, microtask and
+ * command handed to the loop is called exactly once: run (status 0) or
+ * released (PTS_ECANCELED).
+ *
+ * Sleep/wake protocol (sync/parker.h):
+ * 1. The owner finds nothing runnable, computes the time to the next timer
+ *    (real clock) or forever (virtual clock or no timer).
+ * 2. It calls pts__parker_prepare(), then checks the inbox and the stop flag
+ *    once more; if either shows work it cancels, else it parks.
+ * 3. A producer pushes its command (or sets the stop flag) first, then calls
+ *    pts__parker_unpark(), which costs a system call only if the owner is
+ *    preparing or parked. So no wake-up is lost and a busy loop is never
+ *    woken.
+ * 4. Pool mode (pts__loop_pool_attach): the loop never parks; producers call
+ *    the pool's wake hook instead of the parker, after the push (step 3), and
+ *    the pool thread applies its own parker protocol. A poll or step that
+ *    leaves commands in the inbox (batch limit) calls the hook itself, so
+ *    the pool comes back without waiting for another push.
+ *
+ * Shutdown protocol (pts_loop_free), in this order so nothing is touched
+ * after its owner freed it:
+ * 1. Mark the loop closing and running (a run from a callback gets EBUSY).
+ * 2. Release inbox commands first: a command may be embedded in an object
+ *    the provider owns, so it must leave the inbox before the provider frees.
+ * 3. provider->destroy: the scheduler rejects its promises and frees.
+ * 4. Every global is detached silently: tasks, timers, idle callbacks get
+ *    PTS_ECANCELED.
+ * 5. Microtasks are released (PTS_ECANCELED) and promises swept, repeated
+ *    until both are empty (a release may queue more).
+ * 6. Memory: globals, heap, id map, pool, the loop.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "loop/loop_impl.h"
+
+#define container_of(ptr, type, member) \
+  ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+/* The pool is bypassed under AddressSanitizer so it sees every block's
+ * lifetime (a pooled block would hide a use after free). */
+#if defined(__SANITIZE_ADDRESS__)
+#define POOL_BYPASS 1
+#else
+#define POOL_BYPASS 0
+#endif
+
+/* Commands drained per inbox pass: bounds the time between two tasks when
+ * producers post faster than the loop runs. */
+#define INBOX_BATCH 1024
+
+/* ---- owner thread ---- */
+
+/* A thread's id is the address of a thread-local: unique among live threads,
+ * and free to read (no system call). */
+static _Thread_local char self_marker;
+static uintptr_t self_id(void) { return (uintptr_t)&self_marker; }
+
+bool pts__loop_is_owner(const pts_loop *loop) {
+  /* Relaxed: the owner only changes while no other thread may legitimately
+   * use the loop; this is a debug check, not a synchronisation. */
+  return atomic_load_explicit(&((pts_loop *)loop)->owner,
+                              memory_order_relaxed) == self_id();
+}
+
+bool pts__loop_foreign(const pts_loop *loop, const char *fn) {
+#ifdef NDEBUG
+  (void)loop;
+  (void)fn;
+  return false;
+#else
+  if (loop == NULL || pts__loop_is_owner(loop)) return false;
+  fprintf(stderr, "ptsched: %s called from a foreign thread\n", fn);
+  return true;
+#endif
+}
+
+void pts__loop_bind_thread(pts_loop *loop) {
+  if (loop == NULL) return;
+  loop->bound = self_id();
+  atomic_store_explicit(&loop->owner, loop->bound, memory_order_relaxed);
+}
+
+/* ---- clock ---- */
+
+uint64_t pts__sat_add(uint64_t a, uint64_t b) {
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t monotonic_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t pts__loop_now_ns(pts_loop *loop) {
+  return loop->virtual_clock ? loop->vnow : monotonic_ns();
+}
+
+uint64_t pts_loop_now(pts_loop *loop) {
+  return loop ? pts__loop_now_ns(loop) : 0;
+}
+
+/* ---- pool ---- */
+
+static unsigned pool_class(size_t size) { return (unsigned)((size + 15) / 16) - 1; }
+
+void *pts__loop_pool_alloc(pts_loop *loop, size_t size) {
+  if (size == 0) size = 1;
+  if (POOL_BYPASS || size > POOL_MAX) return malloc(size);
+  unsigned c = pool_class(size);
+  void *b = loop->pool[c];
+  if (b != NULL) {
+    loop->pool[c] = *(void **)b;
+    return b;
+  }
+  return malloc((size_t)(c + 1) * 16);
+}
+
+void pts__loop_pool_free(pts_loop *loop, void *block, size_t size) {
+  if (block == NULL) return;
+  if (size == 0) size = 1;
+  if (POOL_BYPASS || size > POOL_MAX) {
+    free(block);
+    return;
+  }
+  unsigned c = pool_class(size);
+  *(void **)block = loop->pool[c];
+  loop->pool[c] = block;
+}
+
+static void pool_release_all(pts_loop *loop) {
+  for (unsigned c = 0; c < POOL_CLASSES; c++) {
+    while (loop->pool[c] != NULL) {
+      void *b = loop->pool[c];
+      loop->pool[c] = *(void **)b;
+      free(b);
+    }
+  }
+}
+
+/* ---- globals and their ready list ---- */
+
+static void ready_update(pts_global *g) {
+  bool want = g->active && !g->detached && g->ntasks > 0;
+  if (want == g->in_ready) return;
+  pts_loop *l = g->loop;
+  if (want) {
+    g->rprev = NULL;
+    g->rnext = l->ready;
+    if (l->ready) l->ready->rprev = g;
+    l->ready = g;
+  } else {
+    if (g->rprev)
+      g->rprev->rnext = g->rnext;
+    else
+      l->ready = g->rnext;
+    if (g->rnext) g->rnext->rprev = g->rprev;
+    g->rnext = g->rprev = NULL;
+  }
+  g->in_ready = want;
+}
+
+static pts_global *global_create(pts_loop *l) {
+  pts_global *g = calloc(1, sizeof *g);
+  if (g == NULL) return NULL;
+  g->loop = l;
+  g->active = true;
+  for (int s = 0; s < PTS_SOURCE_COUNT; s++) g->q[s].next = g->q[s].prev = &g->q[s];
+  g->timers.gnext = g->timers.gprev = &g->timers;
+  g->next = l->globals;
+  l->globals = g;
+  return g;
+}
+
+/* ---- ordinary tasks ---- */
+
+void pts__task_init(pts__task *t, pts_global *g, pts_task_fn fn, void *data) {
+  t->next = t->prev = NULL;
+  t->order = 0;
+  t->global = g;
+  t->fn = fn;
+  t->data = data;
+}
+
+uint64_t pts__loop_take_enqueue_order(pts_loop *loop) { return loop->next_order++; }
+
+int pts__task_queue(pts__task *t, pts_task_source source) {
+  if (t == NULL || t->global == NULL || t->fn == NULL ||
+      (unsigned)source >= PTS_SOURCE_COUNT)
+    return PTS_EINVAL;
+  pts_global *g = t->global;
+  if (g->detached) return PTS_ECLOSED;
+  if (t->next != NULL) return PTS_EBUSY; /* already queued */
+  t->order = g->loop->next_order++;
+  pts__task *head = &g->q[source];
+  t->next = head;
+  t->prev = head->prev;
+  head->prev->next = t;
+  head->prev = t;
+  g->ntasks++;
+  ready_update(g);
+  return 0;
+}
+
+bool pts__task_dequeue(pts__task *t) {
+  if (t == NULL || t->next == NULL) return false;
+  t->prev->next = t->next;
+  t->next->prev = t->prev;
+  t->next = t->prev = NULL;
+  t->global->ntasks--;
+  ready_update(t->global);
+  return true;
+}
+
+/* The owner's own posts: a pooled node wrapping the caller's callback. */
+typedef struct post_node {
+  pts__task t;
+  pts_task_fn fn;
+  void *data;
+} post_node;
+
+static void post_run(void *d, int status) {
+  post_node *p = d;
+  pts_task_fn fn = p->fn;
+  void *data = p->data;
+  /* Freed before the call so a task that posts again reuses the block. */
+  pts__loop_pool_free(p->t.global->loop, p, sizeof *p);
+  fn(data, status);
+}
+
+int pts_queue_task(pts_global *global, pts_task_source source, pts_task_fn fn,
+                   void *data) {
+  if (global == NULL || fn == NULL || (unsigned)source >= PTS_SOURCE_COUNT)
+    return PTS_EINVAL;
+  PTS__CHECK_OWNER(global->loop);
+  if (global->detached) return PTS_ECLOSED;
+  post_node *p = pts__loop_pool_alloc(global->loop, sizeof *p);
+  if (p == NULL) return PTS_ENOMEM;
+  pts__task_init(&p->t, global, post_run, p);
+  p->fn = fn;
+  p->data = data;
+  return pts__task_queue(&p->t, source);
+}
+
+static void release_tasks(pts_global *g) {
+  for (int s = 0; s < PTS_SOURCE_COUNT; s++) {
+    while (g->q[s].next != &g->q[s]) {
+      pts__task *t = g->q[s].next;
+      pts__task_dequeue(t);
+      t->fn(t->data, PTS_ECANCELED);
+    }
+  }
+}
+
+/* ---- inbox ---- */
+
+/* Wakes the owner: the pool's hook when attached, else the parker. */
+static void wake_owner(pts_loop *loop) {
+  /* acquire: pairs with the release store in pts__loop_pool_attach, so the
+   * ctx stored before it is seen. */
+  pts__wake_fn fn = atomic_load_explicit(&loop->wake_fn, memory_order_acquire);
+  if (fn != NULL)
+    fn(atomic_load_explicit(&loop->wake_ctx, memory_order_relaxed));
+  else
+    pts__parker_unpark(&loop->parker);
+}
+
+void pts__loop_send_from_any_thread(pts_loop *loop, pts__command *cmd) {
+  pts__mpsc_push(&loop->inbox, &cmd->node);
+  wake_owner(loop); /* after the push: protocol steps 3 and 4 */
+}
+
+typedef struct xpost {
+  pts__command cmd;
+  pts__task t;
+  pts_task_fn fn;
+  void *data;
+  pts_task_source source;
+} xpost;
+
+static void xpost_finish(xpost *x, int status) {
+  pts_task_fn fn = x->fn;
+  void *data = x->data;
+  free(x); /* malloc'd by the producer: not a pool block */
+  fn(data, status);
+}
+
+static void xpost_run(void *d, int status) { xpost_finish(d, status); }
+
+static void xpost_cmd(pts__command *cmd, int status) {
+  xpost *x = container_of(cmd, xpost, cmd);
+  if (status == 0 && pts__task_queue(&x->t, x->source) == 0) return;
+  xpost_finish(x, PTS_ECANCELED);
+}
+
+int pts_queue_task_from_any_thread(pts_global *global, pts_task_source source,
+                                   pts_task_fn fn, void *data) {
+  if (global == NULL || fn == NULL || (unsigned)source >= PTS_SOURCE_COUNT)
+    return PTS_EINVAL;
+  xpost *x = malloc(sizeof *x);
+  if (x == NULL) return PTS_ENOMEM;
+  x->cmd.fn = xpost_cmd;
+  pts__task_init(&x->t, global, xpost_run, x);
+  x->fn = fn;
+  x->data = data;
+  x->source = source;
+  pts__loop_send_from_any_thread(global->loop, &x->cmd);
+  return 0;
+}
+
+typedef struct xcall {
+  pts__command cmd;
+  pts_task_fn fn;
+  void *data;
+} xcall;
+
+static void xcall_cmd(pts__command *cmd, int status) {
+  xcall *x = container_of(cmd, xcall, cmd);
+  pts_task_fn fn = x->fn;
+  void *data = x->data;
+  free(x);
+  fn(data, status);
+}
+
+int pts_loop_call_from_any_thread(pts_loop *loop, pts_task_fn fn, void *data) {
+  if (loop == NULL || fn == NULL) return PTS_EINVAL;
+  xcall *x = malloc(sizeof *x);
+  if (x == NULL) return PTS_ENOMEM;
+  x->cmd.fn = xcall_cmd;
+  x->fn = fn;
+  x->data = data;
+  pts__loop_send_from_any_thread(loop, &x->cmd);
+  return 0;
+}
+
+/* Returns true if a command ran; inbox_more tells whether the batch limit
+ * (not an empty inbox) ended the drain. */
+static bool drain_inbox(pts_loop *loop) {
+  int i;
+  for (i = 0; i < INBOX_BATCH; i++) {
+    pts__mpsc_node *n = pts__mpsc_pop(&loop->inbox);
+    if (n == NULL) break;
+    pts__command *c = container_of(n, pts__command, node);
+    c->fn(c, 0);
+  }
+  loop->inbox_more = i == INBOX_BATCH;
+  return i > 0;
+}
+
+static void cancel_inbox(pts_loop *loop) {
+  /* A producer between its two push steps is a caller's bug at free time
+   * (the loop must outlive the call); wait it out rather than lose it. */
+  while (!pts__mpsc_is_empty(&loop->inbox)) {
+    pts__mpsc_node *n = pts__mpsc_pop(&loop->inbox);
+    if (n == NULL) continue;
+    pts__command *c = container_of(n, pts__command, node);
+    c->fn(c, PTS_ECANCELED);
+  }
+}
+
+/* ---- microtasks ---- */
+
+void pts__loop_queue_microtask_node(pts_loop *loop, pts__microtask *mt) {
+  mt->next = NULL;
+  if (loop->mt_tail)
+    loop->mt_tail->next = mt;
+  else
+    loop->mt_head = mt;
+  loop->mt_tail = mt;
+}
+
+static pts__microtask *mt_pop(pts_loop *loop) {
+  pts__microtask *mt = loop->mt_head;
+  if (mt) {
+    loop->mt_head = mt->next;
+    if (loop->mt_head == NULL) loop->mt_tail = NULL;
+  }
+  return mt;
+}
+
+/* spec (HTML): perform a microtask checkpoint. Drains the queue, including
+ * microtasks queued while it drains; not re-entrant. */
+static void checkpoint(pts_loop *loop) {
+  if (loop->in_checkpoint) return;
+  loop->in_checkpoint = true;
+  pts__microtask *mt;
+  while ((mt = mt_pop(loop)) != NULL) mt->run(mt, 0);
+  loop->in_checkpoint = false;
+}
+
+static void cancel_microtasks(pts_loop *loop) {
+  pts__microtask *mt;
+  while ((mt = mt_pop(loop)) != NULL) mt->run(mt, PTS_ECANCELED);
+}
+
+typedef struct qmt {
+  pts__microtask mt;
+  pts_loop *loop;
+  pts_task_fn fn;
+  void *data;
+  pts_sched_state *state; /* captured at queueMicrotask (HostMakeJobCallback) */
+} qmt;
+
+static void qmt_run(pts__microtask *mt, int status) {
+  qmt *q = (qmt *)mt;
+  pts_loop *loop = q->loop;
+  pts_task_fn fn = q->fn;
+  void *data = q->data;
+  pts_sched_state *state = q->state;
+  pts__loop_pool_free(loop, q, sizeof *q);
+  if (status == 0) {
+    /* HostCallJobCallback: the captured state is current while it runs. */
+    pts_sched_state *prev = pts__loop_swap_state(loop, state);
+    fn(data, 0);
+    pts__loop_swap_state(loop, prev);
+  } else {
+    fn(data, status);
+  }
+  pts__state_unref(state);
+}
+
+/* The current scheduling state. An idle callback runs with the background
+ * state (spec section 4), but the scheduler that makes it may be created only
+ * inside the callback: then the state is made here, on first read. */
+static pts_sched_state *current_state(pts_loop *loop) {
+  if (loop->cur_state == NULL && loop->idle_state_wanted &&
+      loop->idle_state_factory != NULL) {
+    loop->idle_state_made = loop->idle_state_factory(loop);
+    loop->cur_state = loop->idle_state_made;
+  }
+  return loop->cur_state;
+}
+
+int pts_queue_microtask(pts_loop *loop, pts_task_fn fn, void *data) {
+  if (loop == NULL || fn == NULL) return PTS_EINVAL;
+  PTS__CHECK_OWNER(loop);
+  if (loop->closing) return PTS_ECLOSED;
+  qmt *q = pts__loop_pool_alloc(loop, sizeof *q);
+  if (q == NULL) return PTS_ENOMEM;
+  q->mt.run = qmt_run;
+  q->loop = loop;
+  q->fn = fn;
+  q->data = data;
+  q->state = pts__state_ref(current_state(loop));
+  pts__loop_queue_microtask_node(loop, &q->mt);
+  return 0;
+}
+
+/* ---- scheduling state ---- */
+
+void pts__state_unref(pts_sched_state *s) {
+  if (s != NULL && --s->refs == 0 && s->destroy != NULL) s->destroy(s);
+}
+
+void pts_sched_state_unref(pts_sched_state *state) { pts__state_unref(state); }
+
+pts_sched_state *pts__loop_current_state(pts_loop *loop) { return current_state(loop); }
+
+pts_sched_state *pts__loop_swap_state(pts_loop *loop, pts_sched_state *state) {
+  pts_sched_state *prev = loop->cur_state;
+  loop->cur_state = state;
+  return prev;
+}
+
+pts_sched_state *pts_loop_capture_state(pts_loop *loop) {
+  if (loop == NULL || pts__loop_foreign(loop, __func__)) return NULL;
+  return pts__state_ref(current_state(loop));
+}
+
+void pts_loop_enter_state(pts_loop *loop, pts_sched_state *state) {
+  if (loop == NULL || pts__loop_foreign(loop, __func__)) return;
+  loop->cur_state = state;
+}
+
+void pts_loop_leave_state(pts_loop *loop) {
+  if (loop == NULL || pts__loop_foreign(loop, __func__)) return;
+  loop->cur_state = NULL;
+}
+
+void pts__loop_set_idle_state_factory(pts_loop *loop,
+                                      pts_sched_state *(*make)(pts_loop *)) {
+  loop->idle_state_factory = make;
+}
+
+/* ---- provider ---- */
+
+int pts__loop_set_provider(pts_loop *loop, const pts__provider_ops *ops,
+                           void *ctx) {
+  if (loop == NULL || ops == NULL || ops->peek == NULL || ops->run_next == NULL)
+    return PTS_EINVAL;
+  if (loop->prov != NULL) return PTS_EBUSY;
+  loop->prov = ops;
+  loop->prov_ctx = ctx;
+  return 0;
+}
+
+void *pts__loop_provider_ctx(pts_loop *loop) { return loop->prov_ctx; }
+
+void **pts__global_sched_slot(pts_global *g) { return &g->sched_slot; }
+
+/* ---- the default policy: choosing the next task ---- */
+
+/* Classes, most urgent first (docs/loop.md). */
+enum { CLS_INPUT = 0, CLS_HIGH, CLS_FIFO, CLS_LOW, CLS_IDLE, CLS_NONE };
+
+typedef struct pick {
+  int cls;
+  pts__task *task; /* an ordinary task, or NULL for the provider / idle */
+} pick;
+
+/* spec (section 4 patch of the processing model): the set of runnable task
+ * queues and "select the next scheduler task queue from all schedulers",
+ * then the implementation-defined choice between them. Cost: one provider
+ * peek and a look at each ready global's queue heads; no task is scanned.
+ * commit = false only looks (pts__loop_poll): the starvation guard's count
+ * is left as it is, so looking does not change what the next step runs. */
+static pick choose(pts_loop *loop, bool may_start_idle, bool commit) {
+  pts__task *input = NULL, *fifo = NULL;
+  for (pts_global *g = loop->ready; g != NULL; g = g->rnext) {
+    pts__task *h = g->q[PTS_SOURCE_USER_INPUT].next;
+    if (h != &g->q[PTS_SOURCE_USER_INPUT] && (!input || h->order < input->order))
+      input = h;
+    for (int s = PTS_SOURCE_TIMER; s < PTS_SOURCE_COUNT; s++) {
+      h = g->q[s].next;
+      if (h != &g->q[s] && (!fifo || h->order < fifo->order)) fifo = h;
+    }
+  }
+  int prio = -1;
+  uint64_t porder = 0;
+  if (loop->prov != NULL) prio = loop->prov->peek(loop->prov_ctx, &porder);
+  bool has[CLS_IDLE] = {
+      input != NULL,
+      prio >= 3,
+      fifo != NULL || prio == 2,
+      prio == 0 || prio == 1,
+  };
+  int win = -1, low = -1;
+  for (int c = 0; c < CLS_IDLE; c++) {
+    if (!has[c]) continue;
+    if (win < 0) win = c;
+    low = c;
+  }
+  pick p = {CLS_NONE, NULL};
+  if (win < 0) {
+    if (pts__idle_runnable(loop, may_start_idle)) p.cls = CLS_IDLE;
+    return p;
+  }
+  /* Starvation guard: after `limit` consecutive picks that passed over a
+   * waiting lower class, the lowest waiting class gets one task. */
+  if (loop->starvation_limit != 0) {
+    if (low > win) {
+      if (loop->streak >= loop->starvation_limit) {
+        win = low;
+        if (commit) loop->streak = 0;
+      } else if (commit) {
+        loop->streak++;
+      }
+    } else if (commit) {
+      loop->streak = 0;
+    }
+  }
+  p.cls = win;
+  if (win == CLS_INPUT)
+    p.task = input;
+  else if (win == CLS_FIFO && fifo != NULL && !(prio == 2 && porder < fifo->order))
+    p.task = fifo;
+  return p;
+}
+
+/* ---- processing model ---- */
+
+enum { DID_WORK = 1, DID_TASK = 2 };
+
+/* One iteration: inbox, due timers, one task, microtask checkpoint. */
+static int step(pts_loop *loop, bool may_start_idle) {
+  int did = 0;
+  if (drain_inbox(loop)) did |= DID_WORK;
+  uint64_t seq = loop->timer_seq, len = loop->heap.len;
+  pts__timers_fire_due(loop);
+  if (loop->heap.len != len || loop->timer_seq != seq) did |= DID_WORK;
+  /* Commands and timer steps are not tasks, but the promise jobs they queue
+   * must not wait for an unrelated task. */
+  if (loop->mt_head != NULL) {
+    checkpoint(loop);
+    did |= DID_WORK;
+  }
+  pick p = choose(loop, may_start_idle, true);
+  switch (p.cls) {
+    case CLS_NONE:
+      return did;
+    case CLS_IDLE:
+      pts__idle_run_one(loop);
+      break;
+    default:
+      if (p.task != NULL) {
+        pts__task *t = p.task;
+        pts__task_dequeue(t);
+        t->fn(t->data, 0);
+      } else {
+        loop->prov->run_next(loop->prov_ctx);
+      }
+      break;
+  }
+  checkpoint(loop);
+  return did | DID_WORK | DID_TASK;
+}
+
+static void sleep_until_work(pts_loop *loop) {
+  uint64_t timeout = PTS__PARK_FOREVER;
+  if (!loop->virtual_clock) {
+    uint64_t d = pts__timers_next_deadline(loop);
+    if (d != UINT64_MAX) {
+      uint64_t now = monotonic_ns();
+      if (d <= now) return;
+      timeout = d - now;
+    }
+  }
+  pts__parker_prepare(&loop->parker);
+  if (!pts__mpsc_is_empty(&loop->inbox) ||
+      atomic_load_explicit(&loop->stop_requested, memory_order_acquire)) {
+    pts__parker_cancel(&loop->parker);
+    return;
+  }
+  pts__parker_park(&loop->parker, timeout);
+}
+
+static bool take_stop(pts_loop *loop) {
+  /* Cheap load first: the exchange would dirty the line on every task. */
+  if (!atomic_load_explicit(&loop->stop_requested, memory_order_relaxed))
+    return false;
+  return atomic_exchange_explicit(&loop->stop_requested, false,
+                                  memory_order_acq_rel);
+}
+
+static int run_core(pts_loop *loop, pts_run_mode mode, bool honor_stop) {
+  int ran = 0;
+  loop->idle_period_this_run = false;
+  for (;;) {
+    /* Until-idle runs at most one idle period: an idle callback that
+     * requests another must not keep the call from returning. */
+    bool may_start_idle = mode != PTS_RUN_UNTIL_IDLE || !loop->idle_period_this_run;
+    int did = step(loop, may_start_idle);
+    if (did & DID_TASK) ran = 1;
+    if (honor_stop && take_stop(loop)) break;
+    if ((did & DID_TASK) && mode == PTS_RUN_ONCE) break;
+    if (did) continue;
+    if (mode == PTS_RUN_UNTIL_IDLE) {
+      /* A producer between its two push steps: its command is about to
+       * show up, so this is not idle yet. */
+      if (pts__mpsc_is_empty(&loop->inbox)) break;
+      continue;
+    }
+    sleep_until_work(loop);
+  }
+  return ran;
+}
+
+static bool enter_running(pts_loop *loop) {
+  int expected = 0;
+  /* acq_rel: a loop handed from one running thread to the next sees the
+   * previous run's writes. */
+  return atomic_compare_exchange_strong_explicit(
+      &loop->running, &expected, 1, memory_order_acq_rel, memory_order_relaxed);
+}
+
+static void leave_running(pts_loop *loop) {
+  atomic_store_explicit(&loop->running, 0, memory_order_release);
+}
+
+int pts_loop_run(pts_loop *loop, pts_run_mode mode) {
+  if (loop == NULL || (unsigned)mode > PTS_RUN_FOREVER) return PTS_EINVAL;
+  if (!enter_running(loop)) return PTS_EBUSY;
+  atomic_store_explicit(&loop->owner, self_id(), memory_order_relaxed);
+  int ran = take_stop(loop) ? 0 : run_core(loop, mode, true);
+  atomic_store_explicit(&loop->owner, loop->bound, memory_order_relaxed);
+  leave_running(loop);
+  return ran;
+}
+
+int pts_loop_stop(pts_loop *loop) {
+  if (loop == NULL) return PTS_EINVAL;
+  atomic_store_explicit(&loop->stop_requested, true, memory_order_release);
+  wake_owner(loop);
+  return 0;
+}
+
+/* ---- driving the loop from a worker pool (agents/) ---- */
+
+int pts__loop_pool_attach(pts_loop *loop, void (*wake)(void *ctx), void *ctx) {
+  if (loop == NULL || wake == NULL) return PTS_EINVAL;
+  /* Held for as long as the pool drives the loop: pts_loop_run, advance and
+   * free from anywhere get PTS_EBUSY meanwhile. */
+  if (!enter_running(loop)) return PTS_EBUSY;
+  pts__loop_bind_thread(loop);
+  atomic_store_explicit(&loop->wake_ctx, ctx, memory_order_relaxed);
+  /* release: a producer that sees the hook sees its ctx (wake_owner). A
+   * producer that pushed before this store unparked the parker instead; the
+   * pool polls the loop once after attaching, so that command is not lost. */
+  atomic_store_explicit(&loop->wake_fn, wake, memory_order_release);
+  return 0;
+}
+
+void pts__loop_pool_detach(pts_loop *loop) {
+  if (loop == NULL) return;
+  atomic_store_explicit(&loop->wake_fn, NULL, memory_order_release);
+  leave_running(loop); /* the owner stays this thread (bound) */
+}
+
+/* The urgency class of each pick class. */
+static int urgency_of(int cls) {
+  switch (cls) {
+    case CLS_INPUT:
+      return PTS__URGENCY_INPUT;
+    case CLS_HIGH:
+      return PTS__URGENCY_HIGH;
+    case CLS_FIFO:
+      return PTS__URGENCY_FIFO;
+    case CLS_LOW:
+      return PTS__URGENCY_LOW;
+    case CLS_IDLE:
+      return PTS__URGENCY_IDLE;
+    default:
+      return PTS__URGENCY_NONE;
+  }
+}
+
+int pts__loop_poll(pts_loop *loop) {
+  drain_inbox(loop);
+  pts__timers_fire_due(loop);
+  if (loop->mt_head != NULL) checkpoint(loop);
+  if (loop->inbox_more) wake_owner(loop); /* protocol step 4 */
+  return urgency_of(choose(loop, true, false).cls);
+}
+
+int pts__loop_step(pts_loop *loop) {
+  int did = step(loop, true);
+  if (loop->inbox_more) wake_owner(loop); /* protocol step 4 */
+  return (did & DID_TASK) ? 1 : 0;
+}
+
+uint64_t pts__loop_next_deadline(pts_loop *loop) {
+  return pts__timers_next_deadline(loop);
+}
+
+bool pts__loop_take_stop(pts_loop *loop) { return take_stop(loop); }
+
+int pts_loop_advance(pts_loop *loop, uint64_t delta_ns) {
+  if (loop == NULL) return PTS_EINVAL;
+  PTS__CHECK_OWNER(loop);
+  if (!loop->virtual_clock) return PTS_EINVAL;
+  if (!enter_running(loop)) return PTS_EBUSY;
+  uint64_t target = pts__sat_add(loop->vnow, delta_ns);
+  for (;;) {
+    uint64_t d = pts__timers_next_deadline(loop);
+    /* UINT64_MAX is "never" (a saturated delay), even at the end of time. */
+    if (d == UINT64_MAX || d > target) break;
+    if (d > loop->vnow) loop->vnow = d;
+    run_core(loop, PTS_RUN_UNTIL_IDLE, false);
+  }
+  loop->vnow = target;
+  run_core(loop, PTS_RUN_UNTIL_IDLE, false);
+  leave_running(loop);
+  return 0;
+}
+
+/* ---- loop lifetime ---- */
+
+int pts_loop_new(const pts_loop_options *opts, pts_loop **out) {
+  if (out == NULL) return PTS_EINVAL;
+  pts_loop *l;
+  /* Cache-line aligned: the inbox and parker are padded to lines. */
+  if (posix_memalign((void **)&l, 64, sizeof *l) != 0) return PTS_ENOMEM;
+  memset(l, 0, sizeof *l);
+  pts__mpsc_init(&l->inbox);
+  pts__parker_init(&l->parker);
+  atomic_init(&l->stop_requested, false);
+  atomic_init(&l->running, 0);
+  atomic_init(&l->wake_fn, NULL);
+  atomic_init(&l->wake_ctx, NULL);
+  l->bound = self_id();
+  atomic_init(&l->owner, l->bound);
+  l->virtual_clock = opts ? opts->virtual_clock : false;
+  l->starvation_limit = opts ? opts->starvation_limit : 0;
+  l->next_order = 1; /* spec: next enqueue order is initialized to 1 */
+  l->timer_seq = 1;
+  l->next_id = 1;
+  l->idle_seq = 1;
+  l->live.next = l->live.prev = &l->live;
+  l->swept.next = l->swept.prev = &l->swept;
+  l->default_global = global_create(l);
+  if (l->default_global == NULL) {
+    free(l);
+    return PTS_ENOMEM;
+  }
+  *out = l;
+  return 0;
+}
+
+pts_global *pts_loop_default_global(pts_loop *loop) {
+  return loop ? loop->default_global : NULL;
+}
+
+static void release_global_work(pts_global *g) {
+  release_tasks(g);
+  pts__timers_release_global(g);
+  pts__idle_release_global(g);
+}
+
+int pts_loop_free(pts_loop *loop) {
+  if (loop == NULL) return PTS_EINVAL;
+  PTS__CHECK_OWNER(loop);
+  if (!enter_running(loop)) return PTS_EBUSY;
+  loop->closing = true;
+  cancel_inbox(loop);
+  if (loop->prov != NULL && loop->prov->destroy != NULL)
+    loop->prov->destroy(loop->prov_ctx);
+  for (pts_global *g = loop->globals; g != NULL; g = g->next) {
+    g->detached = true;
+    ready_update(g);
+    release_global_work(g);
+  }
+  do {
+    cancel_inbox(loop);
+    cancel_microtasks(loop);
+    pts__promises_sweep(loop);
+  } while (loop->mt_head != NULL || !pts__mpsc_is_empty(&loop->inbox));
+  while (loop->globals != NULL) {
+    pts_global *g = loop->globals;
+    loop->globals = g->next;
+    free(g);
+  }
+  pts__timer_heap_free(&loop->heap);
+  pts__idmap_free(&loop->ids);
+  pool_release_all(loop);
+  free(loop);
+  return 0;
+}
+
+/* ---- globals ---- */
+
+int pts_global_new(pts_loop *loop, pts_global **out) {
+  if (loop == NULL || out == NULL) return PTS_EINVAL;
+  PTS__CHECK_OWNER(loop);
+  if (loop->closing) return PTS_ECLOSED;
+  pts_global *g = global_create(loop);
+  if (g == NULL) return PTS_ENOMEM;
+  *out = g;
+  return 0;
+}
+
+int pts_global_detach(pts_global *global) {
+  if (global == NULL) return PTS_EINVAL;
+  PTS__CHECK_OWNER(global->loop);
+  if (global->detached) return 0;
+  global->detached = true;
+  ready_update(global);
+  pts_loop *loop = global->loop;
+  if (loop->prov != NULL && loop->prov->global_changed != NULL)
+    loop->prov->global_changed(loop->prov_ctx, global, -1);
+  release_global_work(global);
+  return 0;
+}
+
+int pts_global_set_active(pts_global *global, bool active) {
+  if (global == NULL) return PTS_EINVAL;
+  PTS__CHECK_OWNER(global->loop);
+  if (global->detached) return PTS_ECLOSED;
+  if (global->active == active) return 0;
+  if (active) {
+    /* Room for every paused timer first, so resuming cannot fail half-way. */
+    int rc = pts__timer_heap_reserve(&global->loop->heap,
+                                     (uint64_t)global->loop->heap.len +
+                                         global->ntimers);
+    if (rc != 0) return rc;
+    global->active = true;
+    pts__timers_resume_global(global);
+  } else {
+    global->active = false;
+    pts__timers_pause_global(global);
+  }
+  ready_update(global);
+  pts_loop *loop = global->loop;
+  if (loop->prov != NULL && loop->prov->global_changed != NULL)
+    loop->prov->global_changed(loop->prov_ctx, global, active ? 1 : 0);
+  return 0;
+}
+
+bool pts_global_is_active(const pts_global *global) {
+  return global != NULL && global->active && !global->detached;
+}
+
+bool pts_global_is_detached(const pts_global *global) {
+  return global != NULL && global->detached;
+}
+
+pts_loop *pts_global_loop(const pts_global *global) {
+  return global ? global->loop : NULL;
+}

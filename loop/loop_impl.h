@@ -1,0 +1,190 @@
+/* loop/loop_impl.h: the loop's private structures, shared by the files of
+ * loop/ only (loop.c, timer.c, idle.c, promise.c). Nothing outside loop/
+ * includes this; sched/ and agents/ use loop_internal.h.
+ *
+ * Invariants kept across these files:
+ * - A global is on the loop's ready list iff it is active, not detached and
+ *   has at least one queued ordinary task.
+ * - A pts__timer is in the heap iff its state is TIMER_ARMED; it is on its
+ *   global's timer list iff its state is TIMER_ARMED or TIMER_PAUSED.
+ * - Every object here is touched only by the loop's owner thread, except
+ *   inbox, parker, stop_requested, running, owner, wake_fn and wake_ctx
+ *   (atomics).
+ */
+#ifndef PTSCHED_LOOP_IMPL_H
+#define PTSCHED_LOOP_IMPL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "loop/loop_internal.h"
+#include "ptsched/promise.h"
+#include "sync/parker.h"
+
+/* ---- microtasks ---- */
+
+/* A job on the microtask queue. run(mt, 0) runs it; run(mt, PTS_ECANCELED)
+ * releases it when the loop is freed first. Either way run owns mt after. */
+typedef struct pts__microtask {
+  struct pts__microtask *next;
+  void (*run)(struct pts__microtask *mt, int status);
+} pts__microtask;
+
+void pts__loop_queue_microtask_node(pts_loop *loop, pts__microtask *mt);
+
+/* ---- ids of public timers and idle callbacks ---- */
+
+enum { IDNODE_TIMER = 1, IDNODE_IDLE = 2 };
+typedef struct pts__idnode {
+  uint64_t id;
+  uint32_t kind;
+  pts_global *global;
+} pts__idnode;
+
+/* Open addressing with linear probing and backward-shift deletion (Knuth,
+ * TAOCP vol. 3, 6.4, Algorithm R), so no tombstones build up. */
+typedef struct pts__idmap {
+  uint64_t *keys; /* 0 = empty slot */
+  pts__idnode **vals;
+  uint32_t cap, count; /* cap is a power of two */
+} pts__idmap;
+
+int pts__idmap_put(pts__idmap *m, pts__idnode *n);
+pts__idnode *pts__idmap_get(const pts__idmap *m, uint64_t id);
+void pts__idmap_del(pts__idmap *m, uint64_t id);
+void pts__idmap_free(pts__idmap *m);
+
+/* ---- timers ---- */
+
+enum { TIMER_IDLE = 0, TIMER_ARMED, TIMER_PAUSED };
+
+/* Heap entries carry their keys so sifting never touches the timer nodes
+ * (scattered in memory: a cache miss per compare otherwise). */
+typedef struct pts__heap_ent {
+  uint64_t deadline, seq;
+  pts__timer *t;
+} pts__heap_ent;
+
+typedef struct pts__timer_heap {
+  pts__heap_ent *a;
+  uint32_t len, cap;
+} pts__timer_heap;
+
+/* ---- promises ---- */
+
+typedef struct pts__plink {
+  struct pts__plink *next, *prev;
+} pts__plink;
+
+/* ---- globals ---- */
+
+typedef struct pts__idle_req pts__idle_req;
+
+struct pts_global {
+  pts_loop *loop;
+  struct pts_global *next; /* loop's list of every global */
+  struct pts_global *rnext, *rprev; /* loop's ready list */
+  bool in_ready;
+  bool active;
+  bool detached;
+  uint32_t ntasks; /* queued ordinary tasks, every source */
+  pts__task q[PTS_SOURCE_COUNT]; /* circular lists, the sentinel is q[s] */
+  pts__timer timers;             /* sentinel of the circular timer list */
+  uint32_t ntimers;              /* timers on that list */
+  pts__idle_req *idle_head, *idle_tail;
+  uint32_t nidle;
+  void *sched_slot;
+};
+
+/* ---- the loop ---- */
+
+typedef void (*pts__wake_fn)(void *ctx);
+
+#define POOL_CLASSES 8 /* 16, 32, ..., 128 bytes */
+#define POOL_MAX 128
+
+struct pts_loop {
+  /* Cross-thread part first, each written by other threads on its own line. */
+  pts__mpsc inbox;
+  pts__parker parker;
+  _Alignas(64) atomic_bool stop_requested;
+  atomic_int running;
+  _Atomic uintptr_t owner; /* id of the owning thread (see self_id) */
+  uintptr_t bound;         /* owner when not running: creator or bound */
+  /* Pool mode (pts__loop_pool_attach): a wake hook that replaces the
+   * parker. ctx is stored before fn (release) and read after it (acquire). */
+  _Atomic(pts__wake_fn) wake_fn;
+  _Atomic(void *) wake_ctx;
+
+  /* Owner-thread part. */
+  bool closing;
+  bool inbox_more; /* the last inbox drain stopped at its batch limit */
+  bool virtual_clock;
+  uint32_t starvation_limit;
+  uint32_t streak; /* starvation guard: consecutive picks that passed a lower class */
+  uint64_t vnow;   /* virtual clock, ns */
+  uint64_t next_order; /* spec: next enqueue order */
+  uint64_t timer_seq;
+  uint64_t next_id;
+  uint64_t idle_seq;
+
+  pts_global *globals;
+  pts_global *default_global;
+  pts_global *ready; /* ready list head */
+
+  pts__microtask *mt_head, *mt_tail;
+  bool in_checkpoint;
+
+  pts__timer_heap heap;
+  pts__idmap ids;
+
+  /* Idle period (requestIdleCallback): callbacks with seq < idle_limit are
+   * runnable in the current period, which ends at idle_deadline. */
+  bool idle_period;
+  uint64_t idle_limit;
+  uint64_t idle_deadline;
+  uint32_t nidle; /* pending idle callbacks, every global */
+  bool idle_period_this_run;
+  pts_sched_state *(*idle_state_factory)(pts_loop *);
+
+  pts_sched_state *cur_state;
+  /* Inside an idle callback that began with no idle state (no scheduler had
+   * installed the factory yet): the state is made on first read, owned here. */
+  bool idle_state_wanted;
+  pts_sched_state *idle_state_made;
+
+  const pts__provider_ops *prov;
+  void *prov_ctx;
+
+  void *pool[POOL_CLASSES];
+  /* Every live promise, so pts_loop_free can release cycles and promises
+   * still referenced (circular lists with these sentinels). */
+  pts__plink live, swept;
+};
+
+/* ---- cross-file helpers ---- */
+
+uint64_t pts__loop_now_ns(pts_loop *loop);
+uint64_t pts__sat_add(uint64_t a, uint64_t b);
+
+/* Timers (timer.c). */
+void pts__timers_fire_due(pts_loop *loop);
+/* Earliest armed deadline, or UINT64_MAX. */
+uint64_t pts__timers_next_deadline(const pts_loop *loop);
+void pts__timers_pause_global(pts_global *g);
+void pts__timers_resume_global(pts_global *g);
+void pts__timers_release_global(pts_global *g);
+void pts__timer_heap_free(pts__timer_heap *h);
+int pts__timer_heap_reserve(pts__timer_heap *h, uint64_t need);
+
+/* Idle callbacks (idle.c). */
+bool pts__idle_runnable(pts_loop *loop, bool may_start_period);
+void pts__idle_run_one(pts_loop *loop);
+void pts__idle_release_global(pts_global *g);
+
+/* Promises (promise.c). Releases the contents of every live promise and
+ * frees them all, even ones still referenced (pts_loop_free only). */
+void pts__promises_sweep(pts_loop *loop);
+
+#endif /* PTSCHED_LOOP_IMPL_H */

@@ -1,0 +1,140 @@
+/* loop/value.c: the tagged values of value.h. Errors and boxes are immutable
+ * after creation and carry an atomic reference count, so a value may cross
+ * threads; the thread that drops the last reference frees the object.
+ * Promise values delegate to the promise's own (owner-thread) count.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptsched/promise.h"
+#include "ptsched/value.h"
+
+struct pts_error {
+  atomic_uint refs;
+  int code;
+  char message[]; /* copied, NUL-terminated */
+};
+
+struct pts_box {
+  atomic_uint refs;
+  void *ptr;
+  void (*destroy)(void *ptr);
+};
+
+pts_value pts_error_value(int code, const char *message) {
+  if (message == NULL) message = pts_strerror(code);
+  size_t len = strlen(message);
+  pts_error *e = malloc(sizeof *e + len + 1);
+  if (e == NULL) return pts_undefined();
+  atomic_init(&e->refs, 1);
+  e->code = code;
+  memcpy(e->message, message, len + 1);
+  pts_value v;
+  v.kind = PTS_VALUE_ERROR;
+  v.u.error = e;
+  return v;
+}
+
+pts_value pts_box_value(void *ptr, void (*destroy)(void *ptr)) {
+  pts_box *b = malloc(sizeof *b);
+  /* Out of memory: undefined, and ptr stays the caller's (it can tell by
+   * the kind). */
+  if (b == NULL) return pts_undefined();
+  atomic_init(&b->refs, 1);
+  b->ptr = ptr;
+  b->destroy = destroy;
+  pts_value v;
+  v.kind = PTS_VALUE_BOX;
+  v.u.box = b;
+  return v;
+}
+
+pts_value pts_value_copy(pts_value v) {
+  switch (v.kind) {
+    case PTS_VALUE_ERROR:
+      /* Relaxed: taking a reference needs no ordering, the holder's
+       * reference already keeps the object alive. */
+      atomic_fetch_add_explicit(&v.u.error->refs, 1, memory_order_relaxed);
+      break;
+    case PTS_VALUE_BOX:
+      atomic_fetch_add_explicit(&v.u.box->refs, 1, memory_order_relaxed);
+      break;
+    case PTS_VALUE_PROMISE:
+      pts_promise_ref(v.u.promise);
+      break;
+    default:
+      break;
+  }
+  return v;
+}
+
+void pts_value_release(pts_value v) {
+  switch (v.kind) {
+    case PTS_VALUE_ERROR:
+      /* acq_rel: the freeing thread must see every other holder's reads
+       * done (the classic release-decrement, acquire-before-free). */
+      if (atomic_fetch_sub_explicit(&v.u.error->refs, 1,
+                                    memory_order_acq_rel) == 1)
+        free(v.u.error);
+      break;
+    case PTS_VALUE_BOX:
+      if (atomic_fetch_sub_explicit(&v.u.box->refs, 1, memory_order_acq_rel) ==
+          1) {
+        pts_box *b = v.u.box;
+        if (b->destroy) b->destroy(b->ptr);
+        free(b);
+      }
+      break;
+    case PTS_VALUE_PROMISE:
+      pts_promise_unref(v.u.promise);
+      break;
+    default:
+      break;
+  }
+}
+
+bool pts_value_same(pts_value a, pts_value b) {
+  if (a.kind != b.kind) return false;
+  switch (a.kind) {
+    case PTS_VALUE_UNDEFINED:
+      return true;
+    case PTS_VALUE_INT:
+      return a.u.i == b.u.i;
+    case PTS_VALUE_DOUBLE:
+      return a.u.d == b.u.d;
+    case PTS_VALUE_PTR:
+      return a.u.ptr == b.u.ptr;
+    case PTS_VALUE_BOX:
+      return a.u.box == b.u.box;
+    case PTS_VALUE_ERROR:
+      return a.u.error == b.u.error;
+    case PTS_VALUE_PROMISE:
+      return a.u.promise == b.u.promise;
+  }
+  return false;
+}
+
+int pts_error_code(pts_value v) {
+  return v.kind == PTS_VALUE_ERROR ? v.u.error->code : 0;
+}
+
+const char *pts_error_name(pts_value v) {
+  if (v.kind != PTS_VALUE_ERROR) return NULL;
+  const char *dom = pts_err_dom_name(v.u.error->code);
+  return dom ? dom : "Error";
+}
+
+const char *pts_error_message(pts_value v) {
+  return v.kind == PTS_VALUE_ERROR ? v.u.error->message : NULL;
+}
+
+bool pts_value_is_error(pts_value v, int code) {
+  return v.kind == PTS_VALUE_ERROR && v.u.error->code == code;
+}
+
+void *pts_value_pointer(pts_value v) {
+  if (v.kind == PTS_VALUE_BOX) return v.u.box->ptr;
+  if (v.kind == PTS_VALUE_PTR) return v.u.ptr;
+  return NULL;
+}

@@ -1,0 +1,175 @@
+/* sched/event.c: the listener list of an event target (addEventListener,
+ * removeEventListener, the on<event> handler attributes, and dispatch), as
+ * the DOM orders it.
+ *
+ * Invariant: each per-type list is sorted by registration sequence (nodes are
+ * only ever appended, never moved), so a dispatch that remembers the sequence
+ * counter at its start stops at the first newer node: a listener added during
+ * a dispatch does not run in it. While any dispatch of the target is in
+ * progress (depth > 0), removal only marks a node; the outermost dispatch
+ * unlinks and frees marked nodes when it ends, so no dispatch can be left
+ * holding a freed node, however listeners add, remove or nest.
+ *
+ * Threads: owner thread of the target's loop (the callers check it).
+ */
+#include <stdlib.h>
+
+#include "sched/signal_internal.h"
+
+struct pts__listener {
+  pts__listener *next, *prev;
+  pts_listener_fn fn;
+  void *data;
+  uint64_t seq;
+  bool once;
+  bool removed;
+  bool is_handler; /* the on<event> attribute's listener; never deduplicated */
+};
+
+void pts__listeners_init(pts__listeners *l) {
+  for (int t = 0; t < PTS__EVENT_TYPE_COUNT; t++) {
+    l->first[t] = l->last[t] = NULL;
+    l->count[t] = 0;
+  }
+  l->seq = 0;
+  l->depth = 0;
+  l->dirty = false;
+}
+
+void pts__listeners_clear(pts__listeners *l) {
+  for (int t = 0; t < PTS__EVENT_TYPE_COUNT; t++) {
+    pts__listener *n = l->first[t];
+    while (n) {
+      pts__listener *next = n->next;
+      free(n);
+      n = next;
+    }
+    l->first[t] = l->last[t] = NULL;
+    l->count[t] = 0;
+  }
+  l->dirty = false;
+}
+
+static void unlink_node(pts__listeners *l, int t, pts__listener *n) {
+  if (n->prev)
+    n->prev->next = n->next;
+  else
+    l->first[t] = n->next;
+  if (n->next)
+    n->next->prev = n->prev;
+  else
+    l->last[t] = n->prev;
+  free(n);
+}
+
+/* DOM "remove an event listener": set removed, then drop it from the list.
+ * Dropping waits while a dispatch may be standing on the node. */
+static void remove_node(pts__listeners *l, int t, pts__listener *n) {
+  n->removed = true;
+  l->count[t]--;
+  if (l->depth > 0)
+    l->dirty = true;
+  else
+    unlink_node(l, t, n);
+}
+
+static void sweep(pts__listeners *l) {
+  for (int t = 0; t < PTS__EVENT_TYPE_COUNT; t++) {
+    pts__listener *n = l->first[t];
+    while (n) {
+      pts__listener *next = n->next;
+      if (n->removed) unlink_node(l, t, n);
+      n = next;
+    }
+  }
+  l->dirty = false;
+}
+
+static int append(pts__listeners *l, int t, pts_listener_fn fn, void *data,
+                  bool once, bool is_handler) {
+  pts__listener *n = malloc(sizeof *n);
+  if (!n) return PTS_ENOMEM;
+  n->fn = fn;
+  n->data = data;
+  n->seq = l->seq++;
+  n->once = once;
+  n->removed = false;
+  n->is_handler = is_handler;
+  n->next = NULL;
+  n->prev = l->last[t];
+  if (l->last[t])
+    l->last[t]->next = n;
+  else
+    l->first[t] = n;
+  l->last[t] = n;
+  l->count[t]++;
+  return 0;
+}
+
+static bool valid_type(pts_event_type type) {
+  return (unsigned)type < PTS__EVENT_TYPE_COUNT;
+}
+
+/* DOM "add an event listener": a listener equal in (type, callback) to one
+ * already registered and not removed is not added again. */
+int pts__listeners_add(pts__listeners *l, pts_event_type type,
+                       pts_listener_fn fn, void *data, bool once) {
+  if (!valid_type(type) || !fn) return PTS_EINVAL;
+  for (pts__listener *n = l->first[type]; n; n = n->next)
+    if (!n->removed && !n->is_handler && n->fn == fn && n->data == data)
+      return 0;
+  return append(l, (int)type, fn, data, once, false);
+}
+
+int pts__listeners_remove(pts__listeners *l, pts_event_type type,
+                          pts_listener_fn fn, void *data) {
+  if (!valid_type(type) || !fn) return PTS_EINVAL;
+  for (pts__listener *n = l->first[type]; n; n = n->next) {
+    if (!n->removed && !n->is_handler && n->fn == fn && n->data == data) {
+      remove_node(l, (int)type, n);
+      return 0;
+    }
+  }
+  return PTS_ENOTFOUND;
+}
+
+/* HTML event handler attributes: the first non-null value activates the
+ * handler by adding its listener; later values replace the callback in place
+ * (same slot, and a dispatch reaching the slot calls the current value); null
+ * deactivates it, removing the listener, so a later value appends anew. */
+int pts__listeners_set_handler(pts__listeners *l, pts_event_type type,
+                               pts_listener_fn fn, void *data) {
+  if (!valid_type(type)) return PTS_EINVAL;
+  pts__listener *h = NULL;
+  for (pts__listener *n = l->first[type]; n; n = n->next)
+    if (!n->removed && n->is_handler) h = n;
+  if (!fn) {
+    if (h) remove_node(l, (int)type, h);
+    return 0;
+  }
+  if (h) {
+    h->fn = fn;
+    h->data = data;
+    return 0;
+  }
+  return append(l, (int)type, fn, data, false, true);
+}
+
+/* DOM "dispatch" reduced to a target with no tree: "inner invoke" over the
+ * listeners that existed when the dispatch began, skipping removed ones and
+ * removing a once listener before calling it. */
+void pts__listeners_dispatch(pts__listeners *l, const pts_event *event) {
+  int t = (int)event->type;
+  if (!valid_type(event->type)) return;
+  uint64_t limit = l->seq;
+  l->depth++;
+  for (pts__listener *n = l->first[t]; n; n = n->next) {
+    if (n->seq >= limit) break; /* added during this dispatch */
+    if (n->removed) continue;
+    pts_listener_fn fn = n->fn;
+    void *data = n->data;
+    if (n->once) remove_node(l, t, n);
+    fn(data, event);
+  }
+  if (--l->depth == 0 && l->dirty) sweep(l);
+}

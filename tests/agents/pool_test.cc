@@ -1,0 +1,444 @@
+// tests/agents/pool_test.cc: the pool's basic contract: policy names,
+// placement (one origin per thread while threads suffice, same origin
+// co-located, explicit placement), cross-thread postTask with its result on
+// the agent's thread or on reply_to's loop, promise adoption, bad options,
+// ordinary tasks from any thread, remote controllers and statistics.
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "tests/agents/util.h"
+
+namespace ptstest {
+namespace {
+
+using PoolTest = AgentsTest;
+
+TEST_F(PoolTest, PolicyNames) {
+  EXPECT_STREQ("strict", pts_policy_name(PTS_POLICY_STRICT));
+  EXPECT_STREQ("round-robin", pts_policy_name(PTS_POLICY_ROUND_ROBIN));
+  EXPECT_STREQ("fair", pts_policy_name(PTS_POLICY_FAIR));
+  EXPECT_STREQ("randomized", pts_policy_name(PTS_POLICY_RANDOMIZED));
+  EXPECT_STREQ("time-partitioned", pts_policy_name(PTS_POLICY_TIME_PARTITIONED));
+  EXPECT_EQ(nullptr, pts_policy_name(PTS_POLICY_COUNT));
+  EXPECT_EQ(nullptr, pts_policy_name(-1));
+}
+
+TEST_F(PoolTest, PoolOptionsChecked) {
+  pts_pool *p = nullptr;
+  EXPECT_EQ(PTS_EINVAL, pts_pool_new(nullptr, nullptr));
+  pts_pool_options o = pool_opts(1, static_cast<pts_policy>(PTS_POLICY_COUNT));
+  EXPECT_EQ(PTS_EINVAL, pts_pool_new(&o, &p));
+  EXPECT_EQ(nullptr, p);
+  ASSERT_EQ(0, pts_pool_new(nullptr, &p));  // defaults: one thread per core
+  EXPECT_EQ(std::thread::hardware_concurrency(), pts_pool_threads(p));
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+}
+
+// Placement rule of agents.h.
+TEST_F(PoolTest, OneOriginPerThreadThenFewestAgents) {
+  pts_pool_options o = pool_opts(3, PTS_POLICY_STRICT);
+  pts_pool *p;
+  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_agent_options ao;
+  pts_agent *a1, *b1, *c1, *a2, *d1, *e1;
+  ao = agent_opts("https://a.example");
+  ASSERT_EQ(0, pts_agent_new(p, &ao, &a1));
+  ao = agent_opts("https://b.example");
+  ASSERT_EQ(0, pts_agent_new(p, &ao, &b1));
+  ao = agent_opts("https://c.example");
+  ASSERT_EQ(0, pts_agent_new(p, &ao, &c1));
+  // One origin per thread while threads suffice.
+  EXPECT_EQ(0, pts_agent_thread(a1));
+  EXPECT_EQ(1, pts_agent_thread(b1));
+  EXPECT_EQ(2, pts_agent_thread(c1));
+  // Same origin: co-located, even though another thread has fewer agents.
+  ao = agent_opts("https://a.example");
+  ASSERT_EQ(0, pts_agent_new(p, &ao, &a2));
+  EXPECT_EQ(0, pts_agent_thread(a2));
+  // Threads exhausted: the thread with the fewest agents (lowest on ties).
+  ao = agent_opts("https://d.example");
+  ASSERT_EQ(0, pts_agent_new(p, &ao, &d1));
+  EXPECT_EQ(1, pts_agent_thread(d1));
+  ao = agent_opts("https://e.example");
+  ASSERT_EQ(0, pts_agent_new(p, &ao, &e1));
+  EXPECT_EQ(2, pts_agent_thread(e1));
+  // An origin whose agents are all gone frees its thread for a new origin.
+  ASSERT_EQ(0, pts_agent_destroy(b1, true));
+  ASSERT_EQ(0, pts_agent_destroy(d1, true));
+  pts_agent *f1;
+  ao = agent_opts("https://f.example");
+  ASSERT_EQ(0, pts_agent_new(p, &ao, &f1));
+  EXPECT_EQ(1, pts_agent_thread(f1));
+  pts_thread_stats ts;
+  ASSERT_EQ(0, pts_pool_get_thread_stats(p, 0, &ts));
+  EXPECT_TRUE(wait_until([&] {
+    pts_pool_get_thread_stats(p, 0, &ts);
+    return ts.agents == 2;
+  }));
+  EXPECT_EQ(PTS_EINVAL, pts_pool_get_thread_stats(p, 3, &ts));
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  for (pts_agent *a : {a1, b1, c1, a2, d1, e1, f1}) pts_agent_unref(a);
+}
+
+TEST_F(PoolTest, ExplicitAndAnonymousPlacement) {
+  pts_pool_options o = pool_opts(2, PTS_POLICY_ROUND_ROBIN);
+  pts_pool *p;
+  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_agent_options ao = agent_opts("x", 1);
+  pts_agent *x, *y, *n1, *n2;
+  ASSERT_EQ(0, pts_agent_new(p, &ao, &x));
+  EXPECT_EQ(1, pts_agent_thread(x));
+  ao = agent_opts("x", 0);  // same origin, explicitly elsewhere
+  ASSERT_EQ(0, pts_agent_new(p, &ao, &y));
+  EXPECT_EQ(0, pts_agent_thread(y));
+  ao = agent_opts("x", 2);
+  pts_agent *bad = nullptr;
+  EXPECT_EQ(PTS_EINVAL, pts_agent_new(p, &ao, &bad));
+  EXPECT_EQ(nullptr, bad);
+  EXPECT_EQ(PTS_EINVAL, pts_agent_new(p, nullptr, nullptr));
+  // NULL origin: each agent is its own origin.
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &n1));
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &n2));
+  EXPECT_NE(pts_agent_thread(n1), pts_agent_thread(n2));
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  for (pts_agent *a : {x, y, n1, n2}) pts_agent_unref(a);
+}
+
+struct ThreadProbe {
+  std::atomic<int> calls{0};
+  std::thread::id task_thread, done_thread;
+  std::atomic<bool> saw_loop{false};
+  pts_agent *agent = nullptr;
+};
+
+pts_value probe_task(void *data, int status) {
+  auto *t = static_cast<ThreadProbe *>(data);
+  if (status != 0) return pts_undefined();
+  t->task_thread = std::this_thread::get_id();
+  // The agent's loop is usable from its own tasks.
+  pts_loop *l = pts_agent_loop(t->agent);
+  t->saw_loop.store(l != nullptr && pts_loop_now(l) > 0);
+  return pts_int(42);
+}
+
+void probe_done(void *data, int status, pts_value v) {
+  auto *t = static_cast<ThreadProbe *>(data);
+  t->done_thread = std::this_thread::get_id();
+  EXPECT_EQ(0, status);
+  EXPECT_EQ(PTS_VALUE_INT, v.kind);
+  EXPECT_EQ(42, v.u.i);
+  t->calls.fetch_add(1);
+}
+
+TEST_F(PoolTest, PostTaskResultOnAgentThread) {
+  pts_pool_options o = pool_opts(2, PTS_POLICY_STRICT);
+  pts_pool *p;
+  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ThreadProbe t;
+  t.agent = a;
+  ASSERT_EQ(0, pts_agent_post_task(a, nullptr, probe_task, &t, probe_done, &t, nullptr));
+  ASSERT_TRUE(wait_until([&] { return t.calls.load() == 1; }));
+  EXPECT_TRUE(t.saw_loop.load());
+  EXPECT_EQ(t.task_thread, t.done_thread);
+  EXPECT_NE(std::this_thread::get_id(), t.task_thread);
+  EXPECT_EQ(0, pts_agent_drain(a));
+  EXPECT_EQ(1, t.calls.load());
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
+}
+
+// A task of B that records B's thread.
+void record_thread(void *data, int status) {
+  if (status == 0) *static_cast<std::thread::id *>(data) = std::this_thread::get_id();
+}
+
+TEST_F(PoolTest, ResultDeliveredOnReplyToLoop) {
+  pts_pool_options o = pool_opts(2, PTS_POLICY_STRICT);
+  pts_pool *p;
+  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_agent_options ao = agent_opts("a", 0);
+  pts_agent *a, *b;
+  ASSERT_EQ(0, pts_agent_new(p, &ao, &a));
+  ao = agent_opts("b", 1);
+  ASSERT_EQ(0, pts_agent_new(p, &ao, &b));
+  std::thread::id b_thread;
+  ASSERT_EQ(0, pts_agent_queue_task(b, PTS_SOURCE_GENERIC, record_thread, &b_thread));
+  ASSERT_EQ(0, pts_agent_drain(b));
+  ThreadProbe t;
+  t.agent = a;
+  ASSERT_EQ(0, pts_agent_post_task(a, nullptr, probe_task, &t, probe_done, &t, b));
+  ASSERT_TRUE(wait_until([&] { return t.calls.load() == 1; }));
+  EXPECT_EQ(b_thread, t.done_thread);
+  EXPECT_NE(t.task_thread, t.done_thread);
+  // The delivery was a message task on B: counted as a FIFO-class task.
+  EXPECT_EQ(0, pts_agent_drain(b));
+  pts_agent_stats st;
+  ASSERT_EQ(0, pts_agent_get_stats(b, &st));
+  EXPECT_EQ(2u, st.tasks_run[PTS_CLASS_FIFO]);
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
+  pts_agent_unref(b);
+}
+
+pts_value throw_type_error(void *, int status) {
+  if (status != 0) return pts_undefined();
+  return pts_error_value(PTS_ETYPE, "bad");
+}
+
+pts_value return_settled_promise(void *data, int status) {
+  if (status != 0) return pts_undefined();
+  pts_agent *a = static_cast<pts_agent *>(data);
+  pts_promise *pr;
+  if (pts_promise_new(pts_agent_loop(a), &pr) != 0) return pts_undefined();
+  pts_promise_resolve(pr, pts_int(7));
+  pts_value v = pts_promise_value(pr);
+  pts_promise_unref(pr);
+  return v;
+}
+
+TEST_F(PoolTest, ErrorResultAndPromiseAdoption) {
+  pts_pool_options o = pool_opts(1, PTS_POLICY_STRICT);
+  pts_pool *p;
+  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  Result r1, r2;
+  ASSERT_EQ(0, pts_agent_post_task(a, nullptr, throw_type_error, nullptr, result_fn, &r1, nullptr));
+  ASSERT_EQ(0, pts_agent_post_task(a, nullptr, return_settled_promise, a, result_fn, &r2, nullptr));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  ASSERT_TRUE(wait_until([&] { return r1.calls.load() == 1 && r2.calls.load() == 1; }));
+  EXPECT_EQ(PTS_EERROR, r1.status.load());
+  EXPECT_EQ(PTS_ETYPE, r1.err_code.load());
+  EXPECT_EQ(0, r2.status.load());
+  EXPECT_EQ(7, r2.ival.load());
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
+}
+
+pts_value never_called(void *data, int) {
+  static_cast<std::atomic<int> *>(data)->fetch_add(1);
+  return pts_undefined();
+}
+
+TEST_F(PoolTest, BadOptionsFailAtTheCall) {
+  pts_pool_options o = pool_opts(2, PTS_POLICY_STRICT);
+  pts_pool *p;
+  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_agent *a, *b;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &b));
+  std::atomic<int> called{0};
+  Result r;
+  pts_agent_post_options po = PTS_AGENT_POST_OPTIONS_INIT;
+  po.priority = 3;
+  EXPECT_EQ(PTS_ETYPE, pts_agent_post_task(a, &po, never_called, &called, result_fn, &r, nullptr));
+  po.priority = PTS_PRIORITY_UNSET;
+  po.delay_ms = -1;
+  EXPECT_EQ(PTS_ETYPE, pts_agent_post_task(a, &po, never_called, &called, result_fn, &r, nullptr));
+  po.delay_ms = 9007199254740992LL;
+  EXPECT_EQ(PTS_ETYPE, pts_agent_post_task(a, &po, never_called, &called, result_fn, &r, nullptr));
+  EXPECT_EQ(PTS_EINVAL, pts_agent_post_task(a, nullptr, nullptr, nullptr, result_fn, &r, nullptr));
+  EXPECT_EQ(PTS_EINVAL, pts_agent_post_task(nullptr, nullptr, never_called, &called, result_fn, &r, nullptr));
+  pts_remote_controller *rc_b;
+  ASSERT_EQ(0, pts_remote_controller_new_async(b, PTS_PRIORITY_USER_VISIBLE, &rc_b));
+  po = PTS_AGENT_POST_OPTIONS_INIT;
+  po.controller = rc_b;  // another agent's controller
+  EXPECT_EQ(PTS_EFOREIGN, pts_agent_post_task(a, &po, never_called, &called, result_fn, &r, nullptr));
+  EXPECT_EQ(PTS_EINVAL, pts_agent_queue_task(a, PTS_SOURCE_COUNT, record_thread, nullptr));
+  EXPECT_EQ(PTS_EINVAL, pts_agent_queue_task(a, PTS_SOURCE_GENERIC, nullptr, nullptr));
+  pts_remote_controller *rc_bad = nullptr;
+  EXPECT_EQ(PTS_ETYPE, pts_remote_controller_new_async(b, 3, &rc_bad));
+  EXPECT_EQ(PTS_ETYPE, pts_remote_controller_set_priority(rc_b, 9, nullptr, nullptr));
+  pts_value promise_reason;
+  promise_reason.kind = PTS_VALUE_PROMISE;
+  promise_reason.u.promise = nullptr;
+  EXPECT_EQ(PTS_EINVAL, pts_remote_controller_abort(rc_b, &promise_reason, nullptr, nullptr));
+  // From a thread that is not the agent's: the synchronous form refuses.
+  EXPECT_EQ(PTS_EFOREIGN, pts_remote_controller_new(a, 0, &rc_bad));
+  EXPECT_EQ(nullptr, pts_remote_controller_get(rc_b));
+  pts_remote_controller_unref(rc_b);
+  EXPECT_EQ(0, pts_agent_drain(a));
+  EXPECT_EQ(0, pts_agent_drain(b));
+  EXPECT_EQ(0, called.load());
+  EXPECT_EQ(0, r.calls.load());
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
+  pts_agent_unref(b);
+}
+
+struct Sources {
+  std::mutex mu;
+  std::vector<int> order;
+};
+struct SourceTask {
+  Sources *s;
+  int tag;
+};
+void source_task(void *data, int status) {
+  auto *t = static_cast<SourceTask *>(data);
+  if (status != 0) return;
+  std::lock_guard<std::mutex> g(t->s->mu);
+  t->s->order.push_back(t->tag);
+}
+
+// Ordinary task sources from any thread: input runs before messages.
+TEST_F(PoolTest, QueueTaskOnSources) {
+  pts_pool_options o = pool_opts(1, PTS_POLICY_STRICT);
+  pts_pool *p;
+  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  Blocker blk;
+  ASSERT_TRUE(blk.block(a));
+  Sources s;
+  SourceTask m{&s, 1}, i{&s, 2};
+  ASSERT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_MESSAGE, source_task, &m));
+  ASSERT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_USER_INPUT, source_task, &i));
+  blk.release.store(true);
+  ASSERT_EQ(0, pts_agent_drain(a));
+  EXPECT_EQ((std::vector<int>{2, 1}), s.order);
+  pts_agent_stats st;
+  ASSERT_EQ(0, pts_agent_get_stats(a, &st));
+  EXPECT_EQ(1u, st.tasks_run[PTS_CLASS_INPUT]);
+  EXPECT_EQ(2u, st.tasks_run[PTS_CLASS_FIFO]);
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
+}
+
+struct DoneCount {
+  std::atomic<int> calls{0};
+  std::atomic<int> status{1};
+};
+void count_done(void *data, int status) {
+  auto *d = static_cast<DoneCount *>(data);
+  d->status.store(status);
+  d->calls.fetch_add(1);
+}
+
+TEST_F(PoolTest, RemoteControllerAbortsAndReprioritises) {
+  pts_pool_options o = pool_opts(2, PTS_POLICY_STRICT);
+  pts_pool *p;
+  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  pts_remote_controller *tc, *ac;
+  ASSERT_EQ(0, pts_remote_controller_new_async(a, PTS_PRIORITY_BACKGROUND, &tc));
+  ASSERT_EQ(0, pts_remote_controller_new_async(a, -1, &ac));
+  // A delayed task on each: pending until aborted.
+  pts_agent_post_options po = PTS_AGENT_POST_OPTIONS_INIT;
+  po.delay_ms = 60000;
+  po.controller = tc;
+  Result r1, r2;
+  std::atomic<int> cb_calls{0};
+  ASSERT_EQ(0, pts_agent_post_task(a, &po, never_called, &cb_calls, result_fn, &r1, nullptr));
+  po.controller = ac;
+  ASSERT_EQ(0, pts_agent_post_task(a, &po, never_called, &cb_calls, result_fn, &r2, nullptr));
+  DoneCount sp, sp_bad, ab1, ab2;
+  ASSERT_EQ(0, pts_remote_controller_set_priority(tc, PTS_PRIORITY_USER_BLOCKING, count_done, &sp));
+  ASSERT_EQ(0, pts_remote_controller_set_priority(ac, PTS_PRIORITY_USER_BLOCKING, count_done, &sp_bad));
+  pts_value reason = pts_int(5);
+  ASSERT_EQ(0, pts_remote_controller_abort(tc, &reason, count_done, &ab1));
+  ASSERT_EQ(0, pts_remote_controller_abort(ac, nullptr, count_done, &ab2));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  ASSERT_TRUE(wait_until([&] { return r1.calls.load() == 1 && r2.calls.load() == 1; }));
+  EXPECT_EQ(1, sp.calls.load());
+  EXPECT_EQ(0, sp.status.load());
+  EXPECT_EQ(1, sp_bad.calls.load());
+  EXPECT_EQ(PTS_EINVAL, sp_bad.status.load());  // an AbortController has no priority
+  EXPECT_EQ(0, ab1.status.load());
+  EXPECT_EQ(0, ab2.status.load());
+  EXPECT_EQ(PTS_EABORT, r1.status.load());
+  EXPECT_EQ(5, r1.ival.load());  // the reason given to abort
+  EXPECT_EQ(PTS_EABORT, r2.status.load());
+  EXPECT_EQ(PTS_EABORT, r2.err_code.load());  // default AbortError
+  EXPECT_EQ(2, cb_calls.load());  // the callbacks were told (PTS_EABORT), once each
+  pts_remote_controller_unref(tc);
+  pts_remote_controller_unref(ac);
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
+}
+
+struct SyncRc {
+  pts_agent *a;
+  std::atomic<int> rc_new{1};
+  pts_remote_controller *rc = nullptr;
+  std::atomic<bool> got{false};
+};
+
+void make_rc_in_task(void *data, int status) {
+  auto *s = static_cast<SyncRc *>(data);
+  if (status != 0) return;
+  s->rc_new.store(pts_remote_controller_new(s->a, PTS_PRIORITY_USER_VISIBLE, &s->rc));
+  pts_controller *c = pts_remote_controller_get(s->rc);
+  s->got.store(c != nullptr && pts_signal_priority(pts_controller_signal(c)) ==
+                                   PTS_PRIORITY_USER_VISIBLE);
+}
+
+TEST_F(PoolTest, RemoteControllerCreatedInsideTask) {
+  pts_pool_options o = pool_opts(1, PTS_POLICY_STRICT);
+  pts_pool *p;
+  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  SyncRc s;
+  s.a = a;
+  ASSERT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_GENERIC, make_rc_in_task, &s));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  EXPECT_EQ(0, s.rc_new.load());
+  EXPECT_TRUE(s.got.load());
+  // Usable from this thread: abort a queued task through it.
+  DoneCount ab;
+  ASSERT_EQ(0, pts_remote_controller_abort(s.rc, nullptr, count_done, &ab));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  EXPECT_EQ(0, ab.status.load());
+  pts_remote_controller_unref(s.rc);
+  ASSERT_EQ(0, pts_agent_drain(a));
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
+}
+
+TEST_F(PoolTest, StatisticsCountTasksDelaysAndInbox) {
+  pts_pool_options o = pool_opts(1, PTS_POLICY_ROUND_ROBIN);
+  pts_pool *p;
+  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  Blocker blk;
+  ASSERT_TRUE(blk.block(a));
+  const int n = 30;
+  int64_t v = 1;
+  pts_agent_post_options po = PTS_AGENT_POST_OPTIONS_INIT;
+  for (int i = 0; i < n; i++) {
+    po.priority = i % 3;
+    ASSERT_EQ(0, pts_agent_post_task(a, &po, return_int, &v, nullptr, nullptr, nullptr));
+  }
+  pts_agent_stats st;
+  ASSERT_EQ(0, pts_agent_get_stats(a, &st));
+  EXPECT_EQ(static_cast<uint64_t>(n), st.inbox_depth);  // the agent is busy
+  blk.release.store(true);
+  ASSERT_EQ(0, pts_agent_drain(a));
+  ASSERT_EQ(0, pts_agent_get_stats(a, &st));
+  EXPECT_EQ(10u, st.tasks_run[PTS_CLASS_LOW]);
+  EXPECT_EQ(11u, st.tasks_run[PTS_CLASS_FIFO]);  // 10 + the blocking task
+  EXPECT_EQ(10u, st.tasks_run[PTS_CLASS_HIGH]);
+  EXPECT_EQ(0u, st.tasks_run[PTS_CLASS_INPUT]);
+  uint64_t hist = 0;
+  for (uint64_t h : st.delay_hist) hist += h;
+  EXPECT_EQ(static_cast<uint64_t>(n), hist);
+  EXPECT_GT(st.cpu_ns, 0u);
+  EXPECT_EQ(0u, st.inbox_depth);
+  EXPECT_GE(st.inbox_max, static_cast<uint64_t>(n));
+  pts_thread_stats ts;
+  ASSERT_EQ(0, pts_pool_get_thread_stats(p, 0, &ts));
+  EXPECT_GE(ts.steps, static_cast<uint64_t>(n + 1));
+  EXPECT_GE(ts.busy_ns, st.cpu_ns);
+  EXPECT_EQ(1u, ts.agents);
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
+}
+
+}  // namespace
+}  // namespace ptstest

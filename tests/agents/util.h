@@ -1,0 +1,142 @@
+// tests/agents/util.h: helpers shared by the agents tests: a pool that is
+// shut down at the end of each test and then checked for leaks (controllers,
+// signals and scheduling states counted by the layers below; memory by
+// LSan), clocks, busy-waiting, bounded waits and the stress sizes.
+#ifndef PTS_TESTS_AGENTS_UTIL_H
+#define PTS_TESTS_AGENTS_UTIL_H
+
+#include <gtest/gtest.h>
+#include <time.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <functional>
+#include <thread>
+
+#include "ptsched.h"
+#include "sched/sched_internal.h"
+#include "sched/signal_internal.h"
+
+extern "C" {
+// peek.c: the loop's next enqueue order, taken (owner thread only).
+uint64_t pts_test_take_order(pts_loop *loop);
+// peek.c: cross-thread posts enqueued (which = 0) or refused as aborted (1).
+uint64_t pts_test_agent_posts(pts_agent *a, int which);
+}
+
+namespace ptstest {
+
+inline uint64_t now_ns() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+inline void busy_ns(uint64_t ns) {
+  uint64_t end = now_ns() + ns;
+  while (now_ns() < end) {
+  }
+}
+
+inline bool stress_long() {
+  const char *e = std::getenv("PTS_STRESS_LONG");
+  return e != nullptr && e[0] == '1';
+}
+
+inline bool under_tsan() {
+#if defined(__SANITIZE_THREAD__)
+  return true;
+#else
+  return false;
+#endif
+}
+
+// Polls f every 200 us until it holds or ms pass.
+inline bool wait_until(const std::function<bool()> &f, int ms = 5000) {
+  uint64_t end = now_ns() + static_cast<uint64_t>(ms) * 1000000u;
+  while (!f()) {
+    if (now_ns() > end) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return true;
+}
+
+inline pts_pool_options pool_opts(unsigned threads, pts_policy policy,
+                                  uint64_t seed = 1, uint64_t slot_ns = 0) {
+  pts_pool_options o;
+  o.threads = threads;
+  o.policy = policy;
+  o.seed = seed;
+  o.slot_ns = slot_ns;
+  return o;
+}
+
+inline pts_agent_options agent_opts(const char *origin, int thread = -1, uint32_t weight = 1) {
+  pts_agent_options o = PTS_AGENT_OPTIONS_INIT;
+  o.origin = origin;
+  o.thread = thread;
+  o.weight = weight;
+  return o;
+}
+
+// The fixture: counters of live objects before, a leak check after.
+class AgentsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    controllers_ = pts__controller_live_count();
+    signals_ = pts__signal_live_count();
+    states_ = pts__sched_live_states();
+  }
+  void TearDown() override {
+    EXPECT_EQ(controllers_, pts__controller_live_count()) << "controller leaked";
+    EXPECT_EQ(signals_, pts__signal_live_count()) << "signal leaked";
+    EXPECT_EQ(states_, pts__sched_live_states()) << "scheduling state leaked";
+  }
+  size_t controllers_ = 0, signals_ = 0;
+  uint64_t states_ = 0;
+};
+
+// A result sink for pts_agent_post_task.
+struct Result {
+  std::atomic<int> calls{0};
+  std::atomic<int> status{1};
+  std::atomic<int64_t> ival{-1};
+  std::atomic<int> err_code{0};
+  std::atomic<bool> on_reply_thread{false};
+  pts_agent *expect_thread_of = nullptr;
+};
+
+inline void result_fn(void *data, int status, pts_value v) {
+  Result *r = static_cast<Result *>(data);
+  r->status.store(status);
+  if (v.kind == PTS_VALUE_INT) r->ival.store(v.u.i);
+  if (v.kind == PTS_VALUE_ERROR) r->err_code.store(pts_error_code(v));
+  r->calls.fetch_add(1);
+}
+
+// A task callback returning data (an int64_t*) as an int value.
+inline pts_value return_int(void *data, int status) {
+  if (status != 0) return pts_undefined();
+  return pts_int(*static_cast<int64_t *>(data));
+}
+
+// A task that blocks its agent's thread until released.
+struct Blocker {
+  std::atomic<bool> started{false};
+  std::atomic<bool> release{false};
+  static void fn(void *data, int status) {
+    auto *b = static_cast<Blocker *>(data);
+    if (status != 0) return;
+    b->started.store(true);
+    while (!b->release.load()) std::this_thread::yield();
+  }
+  // Queues the blocker on a and waits until it runs.
+  bool block(pts_agent *a) {
+    if (pts_agent_queue_task(a, PTS_SOURCE_GENERIC, fn, this) != 0) return false;
+    return wait_until([this] { return started.load(); });
+  }
+};
+
+}  // namespace ptstest
+
+#endif  // PTS_TESTS_AGENTS_UTIL_H

@@ -1,0 +1,179 @@
+// The loop driven from a worker pool (loop_internal.h, "driving a loop from a
+// worker pool"): attach/detach and ownership, the wake hook replacing the
+// parker, poll (commands and due timers applied, no task run, the urgency of
+// the next task, no effect on the starvation guard, a re-wake when it leaves
+// commands behind), step, the next deadline and the stop request.
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "util.h"
+
+extern "C" uint64_t pts_test_loop_wakes(pts_loop *loop);
+
+namespace {
+
+struct Hook {
+  std::atomic<int> calls{0};
+  static void fn(void *ctx) { static_cast<Hook *>(ctx)->calls.fetch_add(1); }
+};
+
+void count(void *data, int status) {
+  if (status == 0) static_cast<std::atomic<int> *>(data)->fetch_add(1);
+}
+
+TEST(PoolHooks, AttachClaimsTheLoopUntilDetach) {
+  pts_loop *l = new_loop();
+  Hook h;
+  EXPECT_EQ(PTS_EINVAL, pts__loop_pool_attach(l, nullptr, &h));
+  ASSERT_EQ(0, pts__loop_pool_attach(l, Hook::fn, &h));
+  EXPECT_TRUE(pts__loop_is_owner(l));
+  EXPECT_EQ(PTS_EBUSY, pts__loop_pool_attach(l, Hook::fn, &h));
+  EXPECT_EQ(PTS_EBUSY, pts_loop_run(l, PTS_RUN_UNTIL_IDLE));
+  EXPECT_EQ(PTS_EBUSY, pts_loop_free(l));
+  pts__loop_pool_detach(l);
+  EXPECT_EQ(0, pts_loop_run(l, PTS_RUN_UNTIL_IDLE));
+  // Attach from another thread: it becomes the owner.
+  std::thread t([&] {
+    ASSERT_EQ(0, pts__loop_pool_attach(l, Hook::fn, &h));
+    EXPECT_TRUE(pts__loop_is_owner(l));
+    pts__loop_pool_detach(l);
+  });
+  t.join();
+  EXPECT_FALSE(pts__loop_is_owner(l));
+  pts__loop_bind_thread(l);
+  EXPECT_EQ(0, pts_loop_free(l));
+}
+
+TEST(PoolHooks, WakeHookReplacesTheParker) {
+  pts_loop *l = new_loop();
+  Hook h;
+  ASSERT_EQ(0, pts__loop_pool_attach(l, Hook::fn, &h));
+  std::atomic<int> ran{0};
+  std::thread t([&] {
+    EXPECT_EQ(0, pts_loop_call_from_any_thread(l, count, &ran));
+    EXPECT_EQ(0, pts_queue_task_from_any_thread(pts_loop_default_global(l),
+                                                PTS_SOURCE_MESSAGE, count, &ran));
+    EXPECT_EQ(0, pts_loop_stop(l));
+  });
+  t.join();
+  EXPECT_EQ(3, h.calls.load());  // after every push, and on stop
+  EXPECT_EQ(0u, pts_test_loop_wakes(l));
+  EXPECT_TRUE(pts__loop_take_stop(l));
+  EXPECT_FALSE(pts__loop_take_stop(l));
+  // The command runs at the poll; the task only at a step.
+  EXPECT_EQ(PTS__URGENCY_FIFO, pts__loop_poll(l));
+  EXPECT_EQ(1, ran.load());
+  EXPECT_EQ(1, pts__loop_step(l));
+  EXPECT_EQ(2, ran.load());
+  EXPECT_EQ(0, pts__loop_step(l));
+  EXPECT_EQ(PTS__URGENCY_NONE, pts__loop_poll(l));
+  pts__loop_pool_detach(l);
+  // Detached: the parker is back.
+  EXPECT_EQ(0, pts_loop_call_from_any_thread(l, count, &ran));
+  EXPECT_EQ(3, h.calls.load());
+  EXPECT_EQ(1, pts_loop_run(l, PTS_RUN_UNTIL_IDLE) >= 0 ? 1 : 0);
+  EXPECT_EQ(3, ran.load());
+  EXPECT_EQ(0, pts_loop_free(l));
+}
+
+void noop_idle(void *, int, const pts_idle_deadline *) {}
+
+TEST(PoolHooks, PollReportsTheUrgencyOfTheNextTask) {
+  pts_loop *l = new_loop();
+  Log log;
+  FakeProvider fp;
+  fp.install(l, &log);
+  Hook h;
+  ASSERT_EQ(0, pts__loop_pool_attach(l, Hook::fn, &h));
+  pts_global *g = pts_loop_default_global(l);
+  EXPECT_EQ(PTS__URGENCY_NONE, pts__loop_poll(l));
+  ASSERT_EQ(0, pts_request_idle_callback(g, noop_idle, nullptr, 0, nullptr));
+  EXPECT_EQ(PTS__URGENCY_IDLE, pts__loop_poll(l));
+  fp.post(0, "bg");
+  EXPECT_EQ(PTS__URGENCY_LOW, pts__loop_poll(l));
+  fp.post(2, "uv");
+  EXPECT_EQ(PTS__URGENCY_FIFO, pts__loop_poll(l));
+  fp.post(4, "ub");
+  EXPECT_EQ(PTS__URGENCY_HIGH, pts__loop_poll(l));
+  Rec in{&log, "input"};
+  ASSERT_EQ(0, pts_queue_task(g, PTS_SOURCE_USER_INPUT, rec_fn, &in));
+  EXPECT_EQ(PTS__URGENCY_INPUT, pts__loop_poll(l));
+  EXPECT_EQ("", log.str());  // polls run nothing
+  while (pts__loop_step(l) == 1) {
+  }
+  EXPECT_EQ("input ub uv bg", log.str());
+  EXPECT_EQ(PTS__URGENCY_NONE, pts__loop_poll(l));
+  pts__loop_pool_detach(l);
+  EXPECT_EQ(0, pts_loop_free(l));
+}
+
+TEST(PoolHooks, PollDoesNotAdvanceTheStarvationGuard) {
+  pts_loop *l = new_loop(false, 1);
+  Log log;
+  Hook h;
+  ASSERT_EQ(0, pts__loop_pool_attach(l, Hook::fn, &h));
+  pts_global *g = pts_loop_default_global(l);
+  Rec i1{&log, "i1"}, i2{&log, "i2"}, m1{&log, "m1"};
+  ASSERT_EQ(0, pts_queue_task(g, PTS_SOURCE_USER_INPUT, rec_fn, &i1));
+  ASSERT_EQ(0, pts_queue_task(g, PTS_SOURCE_USER_INPUT, rec_fn, &i2));
+  ASSERT_EQ(0, pts_queue_task(g, PTS_SOURCE_MESSAGE, rec_fn, &m1));
+  for (int k = 0; k < 5; k++) EXPECT_EQ(PTS__URGENCY_INPUT, pts__loop_poll(l));
+  ASSERT_EQ(1, pts__loop_step(l));
+  // The guard now owes the message class one task: poll says so, twice.
+  EXPECT_EQ(PTS__URGENCY_FIFO, pts__loop_poll(l));
+  EXPECT_EQ(PTS__URGENCY_FIFO, pts__loop_poll(l));
+  ASSERT_EQ(1, pts__loop_step(l));
+  ASSERT_EQ(1, pts__loop_step(l));
+  EXPECT_EQ("i1 m1 i2", log.str());
+  pts__loop_pool_detach(l);
+  EXPECT_EQ(0, pts_loop_free(l));
+}
+
+TEST(PoolHooks, PollFiresDueTimersAndReportsTheNextDeadline) {
+  pts_loop *l = new_loop();
+  Hook h;
+  ASSERT_EQ(0, pts__loop_pool_attach(l, Hook::fn, &h));
+  pts_global *g = pts_loop_default_global(l);
+  EXPECT_EQ(UINT64_MAX, pts__loop_next_deadline(l));
+  std::atomic<int> ran{0};
+  uint64_t t0 = pts_loop_now(l);
+  uint64_t id;
+  ASSERT_EQ(0, pts_timer_start(g, 60000, count, &ran, &id));
+  ASSERT_EQ(0, pts_timer_start(g, 1, count, &ran, nullptr));
+  uint64_t d = pts__loop_next_deadline(l);
+  EXPECT_GE(d, t0 + kMs);
+  EXPECT_LE(d, pts_loop_now(l) + kMs);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_EQ(PTS__URGENCY_FIFO, pts__loop_poll(l));  // the 1 ms timer's task
+  EXPECT_EQ(0, ran.load());
+  EXPECT_GE(pts__loop_next_deadline(l), t0 + 60000 * kMs);
+  EXPECT_EQ(1, pts__loop_step(l));
+  EXPECT_EQ(1, ran.load());
+  ASSERT_EQ(0, pts_timer_cancel(g, id));
+  EXPECT_EQ(UINT64_MAX, pts__loop_next_deadline(l));
+  pts__loop_pool_detach(l);
+  EXPECT_EQ(0, pts_loop_free(l));
+}
+
+TEST(PoolHooks, PollWakesAgainWhenItLeavesCommandsBehind) {
+  pts_loop *l = new_loop();
+  Hook h;
+  ASSERT_EQ(0, pts__loop_pool_attach(l, Hook::fn, &h));
+  std::atomic<int> ran{0};
+  const int n = 3000;  // more than one inbox batch
+  for (int i = 0; i < n; i++) ASSERT_EQ(0, pts_loop_call_from_any_thread(l, count, &ran));
+  int before = h.calls.load();
+  EXPECT_EQ(n, before);
+  EXPECT_EQ(PTS__URGENCY_NONE, pts__loop_poll(l));
+  EXPECT_LT(ran.load(), n);
+  EXPECT_EQ(before + 1, h.calls.load());  // come back: there is more
+  while (ran.load() < n) pts__loop_poll(l);
+  int after = h.calls.load();
+  EXPECT_EQ(PTS__URGENCY_NONE, pts__loop_poll(l));
+  EXPECT_EQ(after, h.calls.load());  // nothing left: no wake
+  pts__loop_pool_detach(l);
+  EXPECT_EQ(0, pts_loop_free(l));
+}
+
+}  // namespace

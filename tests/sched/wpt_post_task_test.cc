@@ -1,0 +1,505 @@
+// Ports of WPT scheduler/*.any.js, *.window.js and *.html (postTask,
+// TaskController/TaskSignal with postTask). One test suite per WPT file, one
+// test per promise_test/async_test, named after it. JS "await" becomes a
+// reaction (Then); Promise.all becomes running the loop until idle.
+//
+// Not ported: scheduler-replaceable.any.js (a JS attribute; nothing in C), and
+// task-signal-any-abort.tentative.any.js (AbortSignal.any semantics, ported by
+// tests/signal/wpt_abort_signal_any_test.cc).
+#include "tests/sched/sched_test_util.h"
+
+using namespace ptstest;
+
+namespace {
+
+pts_value Undef() { return pts_undefined(); }
+
+// ---- post-task-abort-reason.any.js ----
+class PostTaskAbortReason : public SchedTest {};
+
+TEST_F(PostTaskAbortReason, AbortedTaskSignalRejectsWithTheAbortReason) {
+  pts_controller *c = TaskController();
+  pts_value reason = pts_error_value(PTS_EERROR, "Custom Abort Error");
+  ASSERT_EQ(pts_controller_abort(c, &reason), 0);
+  bool ran = false;
+  pts_promise *p = Post([&] { ran = true; return Undef(); }, Sig(pts_controller_signal(c)));
+  ASSERT_NE(p, nullptr);
+  // Rejected at once, before any task runs.
+  EXPECT_EQ(pts_promise_get_state(p), PTS_PROMISE_REJECTED);
+  EXPECT_TRUE(pts_value_same(pts_promise_get_result(p), reason));
+  Run();
+  EXPECT_FALSE(ran);
+  pts_value_release(reason);
+}
+
+TEST_F(PostTaskAbortReason, AbortedAbortSignalRejectsWithTheAbortReason) {
+  pts_controller *c = AbortController();
+  pts_value reason = pts_error_value(PTS_EERROR, "Custom Abort Error");
+  ASSERT_EQ(pts_controller_abort(c, &reason), 0);
+  pts_promise *p = Post([] { return Undef(); }, Sig(pts_controller_signal(c)));
+  ASSERT_NE(p, nullptr);
+  Run();
+  EXPECT_EQ(pts_promise_get_state(p), PTS_PROMISE_REJECTED);
+  EXPECT_TRUE(pts_value_same(pts_promise_get_result(p), reason));
+  pts_value_release(reason);
+}
+
+TEST_F(PostTaskAbortReason, AbortingATaskSignalRejectsTheScheduledTaskWithTheReason) {
+  pts_controller *c = TaskController();
+  pts_value reason = pts_error_value(PTS_EERROR, "Custom Abort Error");
+  pts_promise *p = Post([] { return Undef(); }, Sig(pts_controller_signal(c)));
+  ASSERT_EQ(pts_controller_abort(c, &reason), 0);
+  Run();
+  EXPECT_EQ(pts_promise_get_state(p), PTS_PROMISE_REJECTED);
+  EXPECT_TRUE(pts_value_same(pts_promise_get_result(p), reason));
+  pts_value_release(reason);
+  ExpectNoLiveTasks();
+}
+
+TEST_F(PostTaskAbortReason, AbortingAnAbortSignalRejectsTheScheduledTaskWithTheReason) {
+  pts_value reason = pts_error_value(PTS_EERROR, "Custom Abort Error");
+  pts_controller *c = AbortController();
+  pts_promise *p = Post([] { return Undef(); }, Sig(pts_controller_signal(c)));
+  ASSERT_EQ(pts_controller_abort(c, &reason), 0);
+  Run();
+  EXPECT_EQ(pts_promise_get_state(p), PTS_PROMISE_REJECTED);
+  EXPECT_TRUE(pts_value_same(pts_promise_get_result(p), reason));
+  pts_value_release(reason);
+}
+
+// ---- post-task-delay.any.js ----
+class PostTaskDelay : public SchedTest {};
+
+TEST_F(PostTaskDelay, BasicSchedulerPostTaskWithADelay) {
+  uint64_t start = pts_loop_now(loop);
+  uint64_t elapsed = 0;
+  bool ran = false;
+  pts_post_options o = Prio(PTS_PRIORITY_USER_BLOCKING);
+  o.delay_ms = 10;
+  pts_promise *p = Post(
+      [&] {
+        ran = true;
+        elapsed = pts_loop_now(loop) - start;
+        return Undef();
+      },
+      o);
+  Run();
+  Advance(9);
+  EXPECT_FALSE(ran);
+  Advance(1);
+  EXPECT_TRUE(ran);
+  EXPECT_GE(elapsed, 10u * 1000000u);
+  EXPECT_TRUE(Fulfilled(p));
+}
+
+// ---- post-task-multiple-scheduler-order.window.js ----
+class PostTaskMultipleSchedulerOrder : public SchedTest {};
+
+TEST_F(PostTaskMultipleSchedulerOrder, SamePriorityRunsInEnqueueOrder) {
+  pts_global *g2;
+  ASSERT_EQ(pts_global_new(loop, &g2), 0);
+  pts_scheduler *s2 = pts_global_scheduler(g2);
+  ASSERT_NE(s2, nullptr);
+  PostId("outer", NoOpts());
+  PostId("inner", NoOpts(), s2);
+  Run();
+  EXPECT_EQ(Ids(), "outer,inner");
+}
+
+TEST_F(PostTaskMultipleSchedulerOrder, DifferentPrioritiesRunByPriority) {
+  pts_global *g2;
+  ASSERT_EQ(pts_global_new(loop, &g2), 0);
+  pts_scheduler *s2 = pts_global_scheduler(g2);
+  PostId("outer", NoOpts());
+  PostId("inner", Prio(PTS_PRIORITY_USER_BLOCKING), s2);
+  Run();
+  EXPECT_EQ(Ids(), "inner,outer");
+}
+
+// ---- post-task-result-success.any.js ----
+class PostTaskResultSuccess : public SchedTest {};
+
+TEST_F(PostTaskResultSuccess, PromiseResolvedWithTheCallbackReturnValue) {
+  pts_promise *p = Post([] { return pts_int(1234); });
+  Run();
+  ASSERT_TRUE(Fulfilled(p));
+  EXPECT_EQ(pts_promise_get_result(p).kind, PTS_VALUE_INT);
+  EXPECT_EQ(pts_promise_get_result(p).u.i, 1234);
+}
+
+// ---- post-task-result-throws.any.js ----
+class PostTaskResultThrows : public SchedTest {};
+
+TEST_F(PostTaskResultThrows, RejectsThePromiseWithTheCallbackError) {
+  pts_value err = pts_error_value(PTS_EERROR, "Failed");
+  pts_promise *p = Post([&] { return pts_value_copy(err); });
+  Run();
+  EXPECT_EQ(pts_promise_get_state(p), PTS_PROMISE_REJECTED);
+  EXPECT_TRUE(pts_value_same(pts_promise_get_result(p), err));
+  pts_value_release(err);
+}
+
+// ---- post-task-run-order.any.js ----
+class PostTaskRunOrder : public SchedTest {};
+
+TEST_F(PostTaskRunOrder, TasksRunInPriorityOrder) {
+  PostId("B1", Prio(PTS_PRIORITY_BACKGROUND));
+  PostId("B2", Prio(PTS_PRIORITY_BACKGROUND));
+  PostId("UV1", Prio(PTS_PRIORITY_USER_VISIBLE));
+  PostId("UV2", Prio(PTS_PRIORITY_USER_VISIBLE));
+  PostId("UB1", Prio(PTS_PRIORITY_USER_BLOCKING));
+  PostId("UB2", Prio(PTS_PRIORITY_USER_BLOCKING));
+  Run();
+  EXPECT_EQ(Ids(), "UB1,UB2,UV1,UV2,B1,B2");
+  for (pts_promise *p : promises) EXPECT_TRUE(Fulfilled(p));
+}
+
+// ---- post-task-then-detach.html ----
+class PostTaskThenDetach : public SchedTest {};
+
+TEST_F(PostTaskThenDetach, TaskFromARemovedFrameDoesNotRun) {
+  pts_global *frame;
+  ASSERT_EQ(pts_global_new(loop, &frame), 0);
+  pts_scheduler *fs = pts_global_scheduler(frame);
+  bool did_run = false;
+  pts_promise *p = Post([&] { did_run = true; return Undef(); }, NoOpts(), nullptr, fs);
+  ASSERT_NE(p, nullptr);
+  ASSERT_EQ(pts_global_detach(frame), 0);
+  Run();
+  Advance(10);
+  EXPECT_FALSE(did_run);
+  // ptsched: the pending promise is rejected, not left pending (DESIGN.md).
+  EXPECT_TRUE(RejectedWith(p, PTS_ECANCELED));
+  ExpectNoLiveTasks();
+}
+
+// ---- post-task-with-abort-signal-in-handler.any.js ----
+class PostTaskWithAbortSignalInHandler : public SchedTest {};
+
+TEST_F(PostTaskWithAbortSignalInHandler, AbortInTheSyncCallbackRejects) {
+  pts_controller *c = TaskController();
+  pts_promise *p = Post(
+      [&] {
+        pts_controller_abort(c, nullptr);
+        return Undef();
+      },
+      Sig(pts_controller_signal(c)));
+  Run();
+  EXPECT_TRUE(RejectedWith(p, PTS_EABORT));
+}
+
+TEST_F(PostTaskWithAbortSignalInHandler, AbortInTheAsyncCallbackAfterAwaitResolves) {
+  pts_controller *c = TaskController();
+  pts_promise *p = Post(
+      [&] {
+        // async () => { await new Promise(r => setTimeout(r, 0)); abort(); }
+        pts_promise *t = TimeoutPromise(0);
+        pts_promise *after = Then(t, [&](pts_value) {
+          pts_controller_abort(c, nullptr);
+          return Undef();
+        });
+        return pts_promise_value(after);
+      },
+      Sig(pts_controller_signal(c)));
+  Run();
+  EXPECT_TRUE(pts_signal_aborted(pts_controller_signal(c)));
+  EXPECT_TRUE(Fulfilled(p));
+}
+
+// ---- post-task-with-abort-signal.any.js ----
+class PostTaskWithAbortSignal : public SchedTest {};
+
+TEST_F(PostTaskWithAbortSignal, AcceptsAnAbortSignalThatIsNotATaskSignal) {
+  pts_controller *c = AbortController();
+  pts_promise *p = Post([] { return Undef(); }, Sig(pts_controller_signal(c)));
+  pts_controller_abort(c, nullptr);
+  Run();
+  EXPECT_TRUE(RejectedWith(p, PTS_EABORT));
+  EXPECT_STREQ(pts_error_name(pts_promise_get_result(p)), "AbortError");
+}
+
+// ---- post-task-with-aborted-signal.any.js ----
+class PostTaskWithAbortedSignal : public SchedTest {};
+
+TEST_F(PostTaskWithAbortedSignal, RejectsWithAnAbortError) {
+  pts_controller *c = TaskController();
+  pts_controller_abort(c, nullptr);
+  pts_promise *p = Post([] { return Undef(); }, Sig(pts_controller_signal(c)));
+  Run();
+  EXPECT_TRUE(RejectedWith(p, PTS_EABORT));
+}
+
+// ---- post-task-with-signal-and-priority.any.js ----
+class PostTaskWithSignalAndPriority : public SchedTest {};
+
+TEST_F(PostTaskWithSignalAndPriority, PriorityOptionWinsOverTheSignalPriority) {
+  std::string first;
+  pts_promise *t1 = Post([] { return pts_int(1); }, Prio(PTS_PRIORITY_USER_VISIBLE));
+  pts_controller *c = TaskController(PTS_PRIORITY_BACKGROUND);
+  pts_post_options o = Sig(pts_controller_signal(c));
+  o.priority = PTS_PRIORITY_USER_BLOCKING;
+  pts_promise *t2 = Post([] { return pts_int(2); }, o);
+  // Promise.race: the first to settle.
+  Then(t1, [&](pts_value) { if (first.empty()) first = "task1"; return Undef(); });
+  Then(t2, [&](pts_value) { if (first.empty()) first = "task2"; return Undef(); });
+  Run();
+  EXPECT_EQ(first, "task2");
+}
+
+// ---- post-task-without-signals.any.js ----
+class PostTaskWithoutSignals : public SchedTest {};
+
+TEST_F(PostTaskWithoutSignals, BasicFunctionalityWithoutTaskSignals) {
+  for (int p : {PTS_PRIORITY_USER_BLOCKING, PTS_PRIORITY_USER_VISIBLE,
+                PTS_PRIORITY_BACKGROUND}) {
+    pts_promise *r = Post([p] { return pts_int(p); }, Prio(p));
+    Run();
+    ASSERT_TRUE(Fulfilled(r));
+    EXPECT_EQ(pts_promise_get_result(r).u.i, p);
+  }
+}
+
+// ---- task-controller-abort-signal-and-priority.any.js ----
+class TaskControllerAbortSignalAndPriority : public SchedTest {};
+
+TEST_F(TaskControllerAbortSignalAndPriority, SignalAbortIsHonoredWithAPriority) {
+  pts_controller *c = TaskController();
+  pts_signal *sig = pts_controller_signal(c);
+  pts_promise *t1 = Post([] { return Undef(); }, Sig(sig));
+  pts_post_options o = Sig(sig);
+  o.priority = PTS_PRIORITY_BACKGROUND;
+  pts_promise *t2 = Post([] { return Undef(); }, o);
+  pts_controller_abort(c, nullptr);
+  Run();
+  EXPECT_TRUE(RejectedWith(t1, PTS_EABORT));
+  EXPECT_TRUE(RejectedWith(t2, PTS_EABORT));
+}
+
+// ---- task-controller-abort1.any.js ----
+class TaskControllerAbort1 : public SchedTest {};
+
+TEST_F(TaskControllerAbort1, AbortPreventsTheTaskFromRunningAndRejects) {
+  pts_controller *c = TaskController();
+  bool did_run = false;
+  pts_promise *p = Post([&] { did_run = true; return Undef(); }, Sig(pts_controller_signal(c)));
+  pts_controller_abort(c, nullptr);
+  Run();
+  EXPECT_TRUE(RejectedWith(p, PTS_EABORT));
+  EXPECT_FALSE(did_run);
+}
+
+// ---- task-controller-abort2.any.js ----
+class TaskControllerAbort2 : public SchedTest {};
+
+TEST_F(TaskControllerAbort2, AbortingATaskAbortsTheAppropriateTask) {
+  std::vector<pts_controller *> cs;
+  std::vector<pts_promise *> results;
+  for (int i = 0; i < 5; i++) {
+    pts_controller *c = TaskController();
+    cs.push_back(c);
+    results.push_back(Post([i] { return pts_int(i); }, Sig(pts_controller_signal(c))));
+  }
+  pts_controller_abort(cs[2], nullptr);
+  Run();
+  EXPECT_TRUE(RejectedWith(results[2], PTS_EABORT));
+  std::string r;
+  for (int i : {0, 1, 3, 4}) {
+    ASSERT_TRUE(Fulfilled(results[i]));
+    r += (r.empty() ? "" : ",") + std::to_string(pts_promise_get_result(results[i]).u.i);
+  }
+  EXPECT_EQ(r, "0,1,3,4");
+}
+
+// ---- task-controller-setPriority-delayed-task.any.js ----
+class TaskControllerSetPriorityDelayedTask : public SchedTest {};
+
+TEST_F(TaskControllerSetPriorityDelayedTask, DelayHoldsWhenChangingADelayedTaskPriority) {
+  int task_count = 0;
+  uint64_t start = pts_loop_now(loop);
+  pts_controller *c = TaskController(PTS_PRIORITY_BACKGROUND);
+  pts_post_options o1 = Prio(PTS_PRIORITY_USER_BLOCKING);
+  o1.delay_ms = 10;
+  int c1 = 0, c2 = 0;
+  uint64_t elapsed = 0;
+  pts_promise *t1 = Post(
+      [&] {
+        c1 = ++task_count;
+        pts_controller_set_priority(c, PTS_PRIORITY_USER_BLOCKING);
+        return Undef();
+      },
+      o1);
+  pts_post_options o2 = Sig(pts_controller_signal(c));
+  o2.delay_ms = 20;
+  pts_promise *t2 = Post(
+      [&] {
+        c2 = ++task_count;
+        elapsed = pts_loop_now(loop) - start;
+        return Undef();
+      },
+      o2);
+  Advance(30);
+  EXPECT_EQ(c1, 1);
+  EXPECT_EQ(c2, 2);
+  EXPECT_GE(elapsed, 20u * 1000000u);
+  EXPECT_TRUE(Fulfilled(t1));
+  EXPECT_TRUE(Fulfilled(t2));
+}
+
+// ---- task-controller-setPriority-recursive.any.js ----
+class TaskControllerSetPriorityRecursive : public SchedTest {};
+
+struct RecursiveCtx {
+  pts_controller *c;
+  int priority_seen = -1;
+  int rc = 0;
+  bool called = false;
+};
+
+TEST_F(TaskControllerSetPriorityRecursive, SetPriorityThrowsIfCalledRecursively) {
+  RecursiveCtx rc;
+  rc.c = TaskController();
+  ASSERT_EQ(pts_signal_set_handler(
+                pts_controller_signal(rc.c), PTS_EVENT_PRIORITYCHANGE,
+                [](void *d, const pts_event *) {
+                  auto *r = static_cast<RecursiveCtx *>(d);
+                  r->called = true;
+                  r->priority_seen = pts_signal_priority(pts_controller_signal(r->c));
+                  r->rc = pts_controller_set_priority(r->c, PTS_PRIORITY_USER_BLOCKING);
+                },
+                &rc),
+            0);
+  ASSERT_EQ(pts_controller_set_priority(rc.c, PTS_PRIORITY_BACKGROUND), 0);
+  EXPECT_TRUE(rc.called);
+  EXPECT_EQ(rc.priority_seen, PTS_PRIORITY_BACKGROUND);
+  EXPECT_EQ(rc.rc, PTS_ENOTALLOWED);
+}
+
+// ---- task-controller-setPriority-repeated.any.js ----
+class TaskControllerSetPriorityRepeated : public SchedTest {};
+
+TEST_F(TaskControllerSetPriorityRepeated, ChangesAllAssociatedTasksWhenCalledRepeatedly) {
+  pts_controller *c = TaskController();
+  pts_signal *sig = pts_controller_signal(c);
+  PostId("0", Sig(sig));
+  PostId("1", Prio(PTS_PRIORITY_USER_BLOCKING));
+  PostId("2", Prio(PTS_PRIORITY_USER_VISIBLE));
+  pts_controller_set_priority(c, PTS_PRIORITY_BACKGROUND);
+  EXPECT_EQ(pts_signal_priority(sig), PTS_PRIORITY_BACKGROUND);
+  Run();
+  EXPECT_EQ(Ids(), "1,2,0");
+  ids.clear();
+  PostId("3", Sig(sig));
+  PostId("4", Prio(PTS_PRIORITY_USER_BLOCKING));
+  PostId("5", Prio(PTS_PRIORITY_USER_VISIBLE));
+  pts_controller_set_priority(c, PTS_PRIORITY_USER_BLOCKING);
+  EXPECT_EQ(pts_signal_priority(sig), PTS_PRIORITY_USER_BLOCKING);
+  Run();
+  EXPECT_EQ(Ids(), "3,4,5");
+}
+
+TEST_F(TaskControllerSetPriorityRepeated, ChangesAllAssociatedTasksRepeatedlyBeforeTheyRun) {
+  pts_controller *c = TaskController();
+  pts_signal *sig = pts_controller_signal(c);
+  PostId("0", Sig(sig));
+  PostId("1", Prio(PTS_PRIORITY_USER_BLOCKING));
+  PostId("2", Prio(PTS_PRIORITY_USER_VISIBLE));
+  pts_controller_set_priority(c, PTS_PRIORITY_BACKGROUND);
+  EXPECT_EQ(pts_signal_priority(sig), PTS_PRIORITY_BACKGROUND);
+  pts_controller_set_priority(c, PTS_PRIORITY_USER_VISIBLE);
+  EXPECT_EQ(pts_signal_priority(sig), PTS_PRIORITY_USER_VISIBLE);
+  pts_controller_set_priority(c, PTS_PRIORITY_USER_BLOCKING);
+  EXPECT_EQ(pts_signal_priority(sig), PTS_PRIORITY_USER_BLOCKING);
+  Run();
+  EXPECT_EQ(Ids(), "0,1,2");
+}
+
+// ---- task-controller-setPriority1.any.js ----
+class TaskControllerSetPriority1 : public SchedTest {};
+
+TEST_F(TaskControllerSetPriority1, ChangesThePriorityOfAllAssociatedTasks) {
+  pts_controller *c = TaskController();
+  pts_signal *sig = pts_controller_signal(c);
+  for (int i = 0; i < 5; i++) PostId(std::to_string(i), Sig(sig));
+  PostId("5", Prio(PTS_PRIORITY_USER_BLOCKING));
+  PostId("6", Prio(PTS_PRIORITY_USER_VISIBLE));
+  pts_controller_set_priority(c, PTS_PRIORITY_BACKGROUND);
+  EXPECT_EQ(pts_signal_priority(sig), PTS_PRIORITY_BACKGROUND);
+  Run();
+  EXPECT_EQ(Ids(), "5,6,0,1,2,3,4");
+}
+
+// ---- task-signal-any-post-task-run-order.tentative.any.js ----
+class TaskSignalAnyPostTaskRunOrder : public SchedTest {};
+
+TEST_F(TaskSignalAnyPostTaskRunOrder, FixedPriorityCompositeSignal) {
+  PostId("B1", Sig(AnyFixed(PTS_PRIORITY_BACKGROUND)));
+  PostId("B2", Sig(AnyFixed(PTS_PRIORITY_BACKGROUND)));
+  PostId("UV1", Sig(AnyFixed(PTS_PRIORITY_USER_VISIBLE)));
+  PostId("UV2", Sig(AnyFixed(PTS_PRIORITY_USER_VISIBLE)));
+  PostId("UB1", Sig(AnyFixed(PTS_PRIORITY_USER_BLOCKING)));
+  PostId("UB2", Sig(AnyFixed(PTS_PRIORITY_USER_BLOCKING)));
+  Run();
+  EXPECT_EQ(Ids(), "UB1,UB2,UV1,UV2,B1,B2");
+}
+
+TEST_F(TaskSignalAnyPostTaskRunOrder, DynamicPriorityCompositeSignal) {
+  pts_controller *c = TaskController(PTS_PRIORITY_USER_BLOCKING);
+  pts_signal *sig = AnyFrom(pts_controller_signal(c));
+  PostId("B1", Sig(sig));
+  PostId("B2", Sig(sig));
+  PostId("UV1", Prio(PTS_PRIORITY_USER_VISIBLE));
+  PostId("UV2", Prio(PTS_PRIORITY_USER_VISIBLE));
+  PostId("UB1", Prio(PTS_PRIORITY_USER_BLOCKING));
+  PostId("UB2", Prio(PTS_PRIORITY_USER_BLOCKING));
+  pts_controller_set_priority(c, PTS_PRIORITY_BACKGROUND);
+  Run();
+  EXPECT_EQ(Ids(), "UB1,UB2,UV1,UV2,B1,B2");
+}
+
+TEST_F(TaskSignalAnyPostTaskRunOrder, CompositeSignalWhoseSourceHasFixedPriority) {
+  pts_signal *parent = AnyFixed(PTS_PRIORITY_BACKGROUND);
+  pts_signal *sig = AnyFrom(parent);
+  PostId("B1", Sig(sig));
+  PostId("B2", Sig(sig));
+  PostId("UV1", Prio(PTS_PRIORITY_USER_VISIBLE));
+  PostId("UV2", Prio(PTS_PRIORITY_USER_VISIBLE));
+  PostId("UB1", Prio(PTS_PRIORITY_USER_BLOCKING));
+  PostId("UB2", Prio(PTS_PRIORITY_USER_BLOCKING));
+  Run();
+  EXPECT_EQ(Ids(), "UB1,UB2,UV1,UV2,B1,B2");
+}
+
+// ---- task-signal-onprioritychange.any.js ----
+class TaskSignalOnPriorityChange : public SchedTest {};
+
+struct PrioChangeSeen {
+  pts_controller *c;
+  bool called = false;
+  int signal_priority = -1, target_priority = -1, previous = -1;
+  pts_event_type type = PTS_EVENT_ABORT;
+};
+
+TEST_F(TaskSignalOnPriorityChange, OnPriorityChangeListensForPriorityChangeEvents) {
+  PrioChangeSeen seen;
+  seen.c = TaskController(PTS_PRIORITY_USER_VISIBLE);
+  ASSERT_EQ(pts_signal_set_handler(
+                pts_controller_signal(seen.c), PTS_EVENT_PRIORITYCHANGE,
+                [](void *d, const pts_event *e) {
+                  auto *x = static_cast<PrioChangeSeen *>(d);
+                  x->called = true;
+                  x->signal_priority = pts_signal_priority(pts_controller_signal(x->c));
+                  x->type = e->type;
+                  x->target_priority = pts_signal_priority(e->target);
+                  x->previous = e->previous_priority;
+                },
+                &seen),
+            0);
+  ASSERT_EQ(pts_controller_set_priority(seen.c, PTS_PRIORITY_BACKGROUND), 0);
+  EXPECT_TRUE(seen.called);
+  EXPECT_EQ(seen.signal_priority, PTS_PRIORITY_BACKGROUND);
+  EXPECT_EQ(seen.type, PTS_EVENT_PRIORITYCHANGE);
+  EXPECT_EQ(seen.target_priority, PTS_PRIORITY_BACKGROUND);
+  EXPECT_EQ(seen.previous, PTS_PRIORITY_USER_VISIBLE);
+}
+
+}  // namespace
