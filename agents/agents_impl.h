@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "loop/loop_internal.h"
+#include "agents/study.h"
 #include "ptsched/agents.h"
 #include "sync/mpsc.h"
 #include "sync/parker.h"
@@ -122,6 +123,12 @@ struct pts_agent {
   /* Cross-thread posts accepted by the scheduler / refused as already
    * aborted (for the enqueue-order accounting of the stress tests). */
   _Atomic uint64_t st_posts_enqueued, st_posts_rejected;
+
+  /* Owner, quantized policy (agents/study.h): CPU time used in the current
+   * epoch, the step guard (current and previous epoch's longest step) and
+   * the level (true: high). */
+  uint64_t q_busy, q_guard, q_guard_next;
+  bool q_high, q_known;
 };
 
 struct pts__worker {
@@ -146,6 +153,11 @@ struct pts__worker {
   uint64_t total;    /* randomized: sum of tickets */
   uint64_t rng[4];   /* randomized: xoshiro256** state */
   uint64_t frame_origin; /* time-partitioned: start of slot 0 */
+  /* Quantized: the slot table of the current epoch (slot j of a frame
+   * belongs to agents[q_table[j]]), its length, and the epoch's end. */
+  uint32_t q_table[PTS__Q_MAX_SLOTS];
+  uint32_t q_len;
+  uint64_t q_epoch_end;
 
   /* Statistics (owner writes, relaxed). */
   _Atomic uint64_t st_steps, st_busy_ns, st_idle_ns, st_wakeups, st_agents;
@@ -154,6 +166,7 @@ struct pts__worker {
 
 struct pts_pool {
   pts_pool_options opts;
+  pts__quant_options q; /* quantized policy, defaults filled in */
   unsigned n;
   pts__worker **w;
   pthread_mutex_t mu;
@@ -191,6 +204,8 @@ static inline void pts__agent_applied(pts_agent *a) {
 void pts__agent_record_delay(pts_agent *a, uint64_t delay_ns);
 
 /* ---- policies (policy.c), all owner-thread ---- */
+/* Fills in the quantized policy's defaults. */
+void pts__quant_defaults(pts__quant_options *q);
 void pts__policy_init(pts__worker *w);
 /* The agents[] array changed (agent added or removed). */
 void pts__policy_layout(pts__worker *w, uint64_t now);

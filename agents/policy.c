@@ -10,6 +10,9 @@
  *                     over the agents in placement order.
  *   time-partitioned  no structure: the frame decides, the ready flag
  *                     (urgency) says whether the slot's owner can run.
+ *   quantized         the same with a slot table per epoch (q_table),
+ *                     rebuilt only at epoch boundaries from quantised
+ *                     levels (agents/study.h, docs/security.md).
  * Costs per decision: O(1) round-robin and time-partitioned, O(log n) the
  * others; add/remove of an agent (rare) rebuilds the Fenwick tree in O(n).
  */
@@ -184,18 +187,125 @@ static void rr_unlink(pts__worker *w, pts_agent *a) {
   a->in_rr = false;
 }
 
+
+/* ---- quantized partitioning (agents/study.h) ----
+ *
+ * Why this leaks at most one bit per agent per epoch: within an epoch the
+ * slot table is fixed, so when each agent may start a step is a function of
+ * the clock, the table and that agent's own work only; the table is a
+ * function of the levels, and each level is one bit recomputed once per
+ * epoch. The guard keeps a step from running into the next owner's slot
+ * (a step longer than any the agent ran in this or the last epoch still
+ * can: that is the residual leak, bounded by how often a tenant's longest
+ * step grows). */
+
+void pts__quant_defaults(pts__quant_options *q) {
+  if (q->slot_ns == 0) q->slot_ns = 250000;
+  if (q->frame_slots == 0) q->frame_slots = 16;
+  if (q->epoch_frames == 0) q->epoch_frames = 250;
+}
+
+static uint64_t quant_epoch_ns(const pts__worker *w) {
+  const pts__quant_options *q = &w->pool->q;
+  return q->slot_ns * w->q_len * q->epoch_frames;
+}
+
+/* Rebuilds the slot table from the levels: a low agent owns one slot per
+ * frame, the high ones share the rest equally (the first in placement order
+ * take the remainder); with no high agent, all share equally. The slots of
+ * each agent are spread over the frame by a smooth weighted round-robin, so
+ * an agent's longest wait for its slot is about frame / its slots. */
+static void quant_table(pts__worker *w) {
+  uint32_t n = w->nagents, k = w->pool->q.frame_slots;
+  if (n > k) k = n;
+  if (k > PTS__Q_MAX_SLOTS) k = PTS__Q_MAX_SLOTS;
+  w->q_len = k;
+  if (n == 0) return;
+  if (n > k) { /* more agents than a table holds: plain rotation */
+    for (uint32_t j = 0; j < k; j++) w->q_table[j] = j;
+    return;
+  }
+  uint32_t cnt[PTS__Q_MAX_SLOTS], nhigh = 0;
+  int64_t cur[PTS__Q_MAX_SLOTS];
+  for (uint32_t i = 0; i < n; i++) nhigh += w->arr->agents[i]->q_high;
+  uint32_t nlow = nhigh ? n - nhigh : 0, share_n = nhigh ? nhigh : n;
+  uint32_t rest = k - nlow, r = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    bool shares = nhigh ? w->arr->agents[i]->q_high : true;
+    cnt[i] = shares ? rest / share_n + (r++ < rest % share_n ? 1 : 0) : 1;
+    cur[i] = 0;
+  }
+  for (uint32_t j = 0; j < k; j++) {
+    uint32_t best = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      cur[i] += cnt[i];
+      if (cur[i] > cur[best]) best = i;
+    }
+    cur[best] -= k;
+    w->q_table[j] = best;
+  }
+}
+
+/* Epoch boundary: new levels from the epoch's CPU time, with hysteresis
+ * (up above half the low share, down below a quarter), a new guard, a new
+ * table. Levels only move here: that is the quantisation in time. */
+static void quant_epoch(pts__worker *w) {
+  uint64_t ep = quant_epoch_ns(w);
+  uint64_t low_share = ep / w->q_len; /* one slot per frame */
+  for (uint32_t i = 0; i < w->nagents; i++) {
+    pts_agent *a = w->arr->agents[i];
+    if (!a->q_high && a->q_busy > low_share / 2) a->q_high = true;
+    else if (a->q_high && a->q_busy < low_share / 4) a->q_high = false;
+    a->q_busy = 0;
+    a->q_guard = a->q_guard_next;
+    a->q_guard_next = 0;
+  }
+  quant_table(w);
+}
+
+static pts_agent *quant_pick(pts__worker *w, uint64_t now, uint64_t *until) {
+  if (w->nagents == 0) return NULL;
+  while (now >= w->q_epoch_end) {
+    quant_epoch(w);
+    w->q_epoch_end += quant_epoch_ns(w);
+  }
+  uint64_t slot = w->pool->q.slot_ns;
+  uint64_t k = (now - w->frame_origin) / slot;
+  uint64_t end = w->frame_origin + (k + 1) * slot;
+  uint32_t j = (uint32_t)(k % w->q_len), idx = w->q_table[j];
+  if (w->nagents > w->q_len) idx = (uint32_t)(k % w->nagents);
+  pts_agent *owner = w->arr->agents[idx];
+  uint64_t guard = owner->q_guard > owner->q_guard_next ? owner->q_guard : owner->q_guard_next;
+  if (guard > slot - slot / 8) guard = slot - slot / 8;
+  if (owner->urgency != PTS__URGENCY_NONE && end - now >= guard) return owner;
+  *until = end; /* idle (or too short) slots stay idle */
+  return NULL;
+}
+
+static void quant_layout(pts__worker *w, uint64_t now) {
+  for (uint32_t i = 0; i < w->nagents; i++) {
+    pts_agent *a = w->arr->agents[i];
+    /* A new agent starts high (an equal share at once); levels of the
+     * others are kept. */
+    if (!a->q_known) a->q_high = a->q_known = true;
+  }
+  quant_table(w);
+  w->q_epoch_end = now + quant_epoch_ns(w);
+}
+
 /* ---- the interface ---- */
 
 void pts__policy_layout(pts__worker *w, uint64_t now) {
   if (w->pool->opts.policy == PTS_POLICY_RANDOMIZED) fen_rebuild(w);
   /* A new layout starts a new frame: slot k of it begins at origin + k * slot. */
   w->frame_origin = now;
+  if (w->pool->opts.policy == PTS__POLICY_QUANTIZED) quant_layout(w, now);
 }
 
 void pts__policy_update(pts__worker *w, pts_agent *a, int u, bool ran,
                         uint64_t cpu_ns) {
   bool ready = u != PTS__URGENCY_NONE;
-  switch (w->pool->opts.policy) {
+  switch ((int)w->pool->opts.policy) {
     case PTS_POLICY_ROUND_ROBIN:
       if (ready && (ran || !a->in_rr)) {
         rr_unlink(w, a);
@@ -242,6 +352,12 @@ void pts__policy_update(pts__worker *w, pts_agent *a, int u, bool ran,
       }
       break;
     }
+    case PTS__POLICY_QUANTIZED:
+      if (ran) {
+        a->q_busy += cpu_ns;
+        if (cpu_ns > a->q_guard_next) a->q_guard_next = cpu_ns;
+      }
+      break;
     default: /* time-partitioned: the urgency is all it needs */
       break;
   }
@@ -259,7 +375,7 @@ void pts__policy_remove(pts__worker *w, pts_agent *a) {
 }
 
 pts_agent *pts__policy_pick(pts__worker *w, uint64_t now, uint64_t *until) {
-  switch (w->pool->opts.policy) {
+  switch ((int)w->pool->opts.policy) {
     case PTS_POLICY_ROUND_ROBIN:
       return w->rr_head;
     case PTS_POLICY_STRICT:
@@ -268,6 +384,8 @@ pts_agent *pts__policy_pick(pts__worker *w, uint64_t now, uint64_t *until) {
     case PTS_POLICY_RANDOMIZED:
       if (w->total == 0) return NULL;
       return w->arr->agents[fen_find(w, draw(w->rng, w->total))];
+    case PTS__POLICY_QUANTIZED:
+      return quant_pick(w, now, until);
     default: {
       if (w->nagents == 0) return NULL;
       uint64_t slot = w->pool->opts.slot_ns;

@@ -501,11 +501,16 @@ static void stop_workers(pts_pool *pool) {
   free(pool);
 }
 
-int pts_pool_new(const pts_pool_options *opts, pts_pool **out) {
+static int pool_create(const pts_pool_options *opts, const pts__quant_options *q,
+                       int npolicies, pts_pool **out) {
   if (out == NULL) return PTS_EINVAL;
   pts_pool_options o = {0, PTS_POLICY_STRICT, 0, 0};
   if (opts != NULL) o = *opts;
-  if ((unsigned)o.policy >= PTS_POLICY_COUNT) return PTS_EINVAL;
+  if ((unsigned)o.policy >= (unsigned)npolicies) return PTS_EINVAL;
+  pts__quant_options qo = {0, 0, 0};
+  if (q != NULL) qo = *q;
+  pts__quant_defaults(&qo);
+  if (qo.frame_slots > PTS__Q_MAX_SLOTS) return PTS_EINVAL;
   if (o.threads == 0) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     o.threads = n > 0 ? (unsigned)n : 1;
@@ -515,6 +520,7 @@ int pts_pool_new(const pts_pool_options *opts, pts_pool **out) {
   pts_pool *pool = calloc(1, sizeof *pool);
   if (pool == NULL) return PTS_ENOMEM;
   pool->opts = o;
+  pool->q = qo;
   pool->n = o.threads;
   pool->next_id = 1;
   pthread_mutex_init(&pool->mu, NULL);
@@ -552,6 +558,19 @@ fail:
   }
   stop_workers(pool);
   return PTS_ENOMEM;
+}
+
+int pts_pool_new(const pts_pool_options *opts, pts_pool **out) {
+  return pool_create(opts, NULL, PTS_POLICY_COUNT, out);
+}
+
+int pts__pool_new_ext(const pts_pool_options *opts, const pts__quant_options *q,
+                      pts_pool **out) {
+  return pool_create(opts, q, PTS__POLICY_COUNT_ALL, out);
+}
+
+const char *pts__policy_name_ext(int policy) {
+  return policy == PTS__POLICY_QUANTIZED ? "quantized" : pts_policy_name(policy);
 }
 
 unsigned pts_pool_threads(const pts_pool *pool) { return pool ? pool->n : 0; }

@@ -1,26 +1,289 @@
-/* bench/runner/suite_leak.c: the hook of the leak suite (security study,
- * issue 8).
+/* bench/runner/suite_leak.c: the leak suite (security study, issue 8): what
+ * a tenant learns about a co-located tenant by timing its own tasks, and
+ * what each inter-loop policy costs to stop it (docs/security.md).
  *
- * The study measures how much a loop learns about a co-located loop by
- * timing its own tasks, per inter-loop policy, as bits per observation window
- * for its two scenarios (s1, s2). Its code registers itself here with
- * rb_leak_register(); until it does, the suite produces no figure at all and
- * says so on the terminal, in results.json ("unavailable") and in report.md.
- * Nothing here estimates a number.
+ * It runs the study library (bench/leak) in both modes: virtual time (exact:
+ * every policy x secret x attacker, plus the costs) and real clock (a pool
+ * thread hosting the attacker and the victim, chain attacker, S1 and S2). It
+ * records leak.<policy>.s1_bits_per_window and .s2_bits_per_window (real
+ * clock, the figure the issue names), the _virtual variants (the largest
+ * over the four attackers), S3 keystroke detection, the costs, and writes
+ * the raw samples (data/leak_samples.csv), a table (data/leak_table.md) and
+ * the plots. Length: windows scale with --runs (default 5) and --quick.
+ * Another study may still replace it through rb_leak_register().
  */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agents/study.h"
+#include "bench/leak/leak.h"
 #include "bench/runner/suites.h"
 
 static rb_leak_fn leak_fn;
 
 void rb_leak_register(rb_leak_fn fn) { leak_fn = fn; }
 
+typedef struct row {
+  double v_bits[2], v_floor_max[2], r_bits[2], r_floor[2], r_acc[2], r_fano[2];
+  double v_acc[2], youden, youden_floor;
+  double loss_busy, loss_idle, p99_ns, r_p99_ns;
+  bool real_ok;
+} row;
+
+static void rec1(rb_ctx *ctx, const char *pol, const char *fig, const char *unit, double v) {
+  char key[RB_KEY_MAX];
+  if (rb_key_make(key, sizeof key, "leak", pol, fig) != 0) return;
+  rb_record(ctx, key, unit, RB_PTSCHED, &v, 1);
+}
+
+static void dump_trace(FILE *csv, const char *mode, int p, lk_secret s, lk_attacker a,
+                       const lk_trace *tr) {
+  if (csv == NULL) return;
+  for (uint32_t w = 0; w < tr->windows; w++)
+    fprintf(csv, "%s,%s,%s,%s,%u,%u,%.0f\n", mode, lk_policy_key(p), lk_secret_name(s),
+            lk_attacker_name(a), w, tr->secret[w], tr->obs[w]);
+}
+
+/* Gap histograms per secret value (chain attacker, S1): log2-spaced bins. */
+static void write_gaps(rb_ctx *ctx, int p, const lk_trace *tr, const char *mode) {
+  char name[96];
+  snprintf(name, sizeof name, "leak_gaps_%s_%s.dat", mode, lk_policy_key(p));
+  FILE *f = rb_data_open(ctx, name);
+  if (f == NULL) return;
+  double h[2][24] = {{0}};
+  double n[2] = {0, 0};
+  for (uint32_t w = 0; w < tr->windows; w++) {
+    double g = tr->obs[w] / 1000.0; /* us */
+    int b = g <= 1 ? 0 : (int)(log2(g) * 2);
+    if (b > 23) b = 23;
+    h[tr->secret[w] ? 1 : 0][b]++;
+    n[tr->secret[w] ? 1 : 0]++;
+  }
+  fprintf(f, "# max gap per window (us, bin start)  fraction_secret0  fraction_secret1\n");
+  for (int b = 0; b < 24; b++)
+    fprintf(f, "%.2f %.4f %.4f\n", pow(2, b / 2.0), n[0] ? h[0][b] / n[0] : 0,
+            n[1] ? h[1][b] / n[1] : 0);
+  fclose(f);
+}
+
+static void leak_study(rb_ctx *ctx) {
+  double scale = ctx->opt.quick ? 0.25 : (double)ctx->runs / RB_DEFAULT_RUNS;
+  uint32_t vwin = (uint32_t)(1000 * scale), rwin = (uint32_t)(1000 * scale);
+  uint32_t s3win = (uint32_t)(10000 * scale);
+  if (vwin < 200) vwin = 200;
+  if (rwin < 200) rwin = 200;
+  if (s3win < 2000) s3win = 2000;
+  int shuffles = ctx->opt.quick ? 50 : 200;
+  row rows[LK_POLICIES];
+  memset(rows, 0, sizeof rows);
+  FILE *csv = rb_data_open(ctx, "leak_samples.csv");
+  if (csv) fprintf(csv, "mode,policy,secret,attacker,window,secret_value,observation_ns\n");
+
+  /* 1. Virtual time: every policy x S1/S2 x attacker. */
+  for (int p = 0; p < LK_POLICIES; p++) {
+    const char *pk = lk_policy_key(p);
+    rb_progress(ctx, "virtual time: %s, S1/S2 x 4 attackers, %u windows", pk, vwin);
+    for (int s = 0; s < 2; s++) {
+      for (int a = 0; a < LK_ATTACKERS; a++) {
+        lk_config c = {p, (lk_secret)s, (lk_attacker)a, vwin, 1000 + (uint64_t)s, NULL, 0, 0};
+        lk_trace tr;
+        lk_result r;
+        if (lk_run_virtual(&c, &tr) != 0 || lk_analyse(&tr, (lk_secret)s, shuffles, 5, &r) != 0) {
+          rb_unavailable_add(ctx, "leak virtual", "%s %s %s failed", pk, lk_secret_name(s),
+                             lk_attacker_name(a));
+          lk_trace_free(&tr);
+          continue;
+        }
+        if (r.bits >= rows[p].v_bits[s]) {
+          rows[p].v_bits[s] = r.bits;
+          rows[p].v_acc[s] = r.accuracy;
+        }
+        if (r.floor95 > rows[p].v_floor_max[s]) rows[p].v_floor_max[s] = r.floor95;
+        char fig[64];
+        snprintf(fig, sizeof fig, "%s_virtual_%s_bits", lk_secret_name(s), lk_attacker_name(a));
+        rec1(ctx, pk, fig, "bits", r.bits);
+        dump_trace(csv, "virtual", p, (lk_secret)s, (lk_attacker)a, &tr);
+        if (s == 0 && a == LK_CHAIN) write_gaps(ctx, p, &tr, "virtual");
+        lk_trace_free(&tr);
+      }
+      char fig[64];
+      snprintf(fig, sizeof fig, "%s_virtual_bits_per_window", lk_secret_name(s));
+      rec1(ctx, pk, fig, "bits", rows[p].v_bits[s]);
+    }
+    /* S3: keystroke detection (chain attacker). */
+    lk_config c = {p, LK_S3, LK_CHAIN, s3win, 77, NULL, 0, 0};
+    lk_trace tr;
+    lk_result r;
+    if (lk_run_virtual(&c, &tr) == 0 && lk_analyse(&tr, LK_S3, 0, 5, &r) == 0) {
+      rows[p].youden = r.youden;
+      /* Chance level of J at this many keystrokes: J with shuffled truth. */
+      uint8_t *sh = malloc(tr.windows);
+      if (sh) {
+        double js[20];
+        uint64_t st = 99;
+        for (int k = 0; k < 20; k++) {
+          memcpy(sh, tr.secret, tr.windows);
+          for (uint32_t i = tr.windows - 1; i > 0; i--) {
+            st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+            uint32_t j = (uint32_t)((st >> 33) % (i + 1));
+            uint8_t t = sh[i];
+            sh[i] = sh[j];
+            sh[j] = t;
+          }
+          js[k] = fabs(lk_youden(tr.obs, sh, tr.windows));
+        }
+        double mx = 0;
+        for (int k = 0; k < 20; k++) mx = js[k] > mx ? js[k] : mx;
+        rows[p].youden_floor = mx;
+        free(sh);
+      }
+      rec1(ctx, pk, "s3_virtual_tpr_minus_fpr", "fraction", r.youden);
+    }
+    lk_trace_free(&tr);
+
+    /* Costs (virtual time). */
+    lk_cost co;
+    if (lk_cost_virtual(p, 3000000000u, &co) == 0) {
+      rows[p].loss_busy = co.loss_busy;
+      rows[p].loss_idle = co.loss_idle;
+      rows[p].p99_ns = co.p99_ns;
+      rec1(ctx, pk, "throughput_loss_busy", "fraction", co.loss_busy);
+      rec1(ctx, pk, "throughput_loss_idle", "fraction", co.loss_idle);
+      rec1(ctx, pk, "victim_p99_us", "us", co.p99_ns / 1000.0);
+      char name[96];
+      snprintf(name, sizeof name, "leak_cdf_%s.dat", pk);
+      FILE *f = rb_data_open(ctx, name);
+      if (f) {
+        for (size_t i = 0; i < co.nlat; i++)
+          fprintf(f, "%.3f %.5f\n", co.lat_ns[i] / 1000.0, (double)(i + 1) / co.nlat);
+        fclose(f);
+      }
+      free(co.lat_ns);
+    }
+  }
+
+  /* 2. Real clock: chain attacker, S1 and S2, every policy. */
+  for (int p = 0; p < LK_POLICIES; p++) {
+    const char *pk = lk_policy_key(p);
+    rb_progress(ctx, "real clock: %s, S1 and S2, %u windows each", pk, rwin);
+    rows[p].real_ok = true;
+    for (int s = 0; s < 2; s++) {
+      lk_config c = {p, (lk_secret)s, LK_CHAIN, rwin, 2000 + (uint64_t)s, NULL, 0, 0};
+      lk_trace tr;
+      lk_result r;
+      if (lk_run_real(&c, &tr) != 0 || lk_analyse(&tr, (lk_secret)s, shuffles, 5, &r) != 0) {
+        rb_unavailable_add(ctx, "leak real", "%s %s failed", pk, lk_secret_name(s));
+        rows[p].real_ok = false;
+        lk_trace_free(&tr);
+        continue;
+      }
+      rows[p].r_bits[s] = r.bits;
+      rows[p].r_floor[s] = r.floor95;
+      rows[p].r_acc[s] = r.accuracy;
+      rows[p].r_fano[s] = r.fano_acc;
+      char fig[64];
+      snprintf(fig, sizeof fig, "%s_bits_per_window", lk_secret_name(s));
+      rec1(ctx, pk, fig, "bits", r.bits);
+      char key[RB_KEY_MAX];
+      if (rb_key_make(key, sizeof key, "leak", pk, fig) == 0) {
+        rb_note(ctx, key,
+                "real clock, chain attacker, %u windows: MI %.4f (plug-in %.4f), floor95 %.4f, "
+                "acc %.3f (Fano max %.3f), %.1f bit/s",
+                rwin, r.mi_mm, r.mi_plugin, r.floor95, r.accuracy, r.fano_acc, r.bits_per_s);
+        if (p == PTS__POLICY_QUANTIZED || p == PTS_POLICY_TIME_PARTITIONED)
+          rb_target(ctx, key, 0.001, "<= 0.001 bit/window (best shared-thread policy)");
+      }
+      snprintf(fig, sizeof fig, "%s_bits_per_s", lk_secret_name(s));
+      rec1(ctx, pk, fig, "bit/s", r.bits_per_s);
+      dump_trace(csv, "real", p, (lk_secret)s, LK_CHAIN, &tr);
+      if (s == 0) {
+        write_gaps(ctx, p, &tr, "real");
+        /* The victim's start delays under the real clock (S1 tasks). */
+        double *l = tr.lat_ns;
+        size_t n = tr.nlat;
+        if (n > 0) {
+          for (size_t i = 1; i < n; i++) /* insertion sort: n ~ windows/2 */
+            for (size_t j = i; j > 0 && l[j] < l[j - 1]; j--) {
+              double t = l[j];
+              l[j] = l[j - 1];
+              l[j - 1] = t;
+            }
+          rows[p].r_p99_ns = l[(size_t)ceil(0.99 * n) - 1];
+          rec1(ctx, pk, "real_victim_p99_us", "us", rows[p].r_p99_ns / 1000.0);
+        }
+      }
+      lk_trace_free(&tr);
+    }
+  }
+  if (csv) fclose(csv);
+
+  /* 3. The table and the plot data. */
+  double base_p99 = rows[LK_SEPARATE].p99_ns;
+  FILE *t = rb_data_open(ctx, "leak_table.md");
+  FILE *d = rb_data_open(ctx, "leak_policies.dat");
+  if (t) {
+    fprintf(t, "| policy | S1 bits/window (real) | S2 bits/window (real) | S1 / S2 virtual (max over 4 attackers) "
+               "| S1 bit/s (real) | S3 TPR-FPR (virtual; chance) | loss both busy | loss victim idle "
+               "| victim p99 (virtual) | added p99 vs separate |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  }
+  if (d) fprintf(d, "policy s1_real s2_real s1_virtual s2_virtual loss_busy loss_idle added_p99_ms\n");
+  for (int p = 0; p < LK_POLICIES; p++) {
+    row *r = &rows[p];
+    double added = (r->p99_ns - base_p99) / 1e6;
+    rec1(ctx, lk_policy_key(p), "added_p99_us", "us", (r->p99_ns - base_p99) / 1000.0);
+    if (t)
+      fprintf(t, "| %s | %.4f | %.4f | %.4f / %.4f | %.1f | %.3f (%.3f) | %.1f%% | %.1f%% | %.1f us | %.2f ms |\n",
+              lk_policy_key(p), r->r_bits[0], r->r_bits[1], r->v_bits[0], r->v_bits[1],
+              r->r_bits[0] * 1000, r->youden, r->youden_floor, r->loss_busy * 100,
+              r->loss_idle * 100, r->p99_ns / 1000, added);
+    if (d)
+      fprintf(d, "%s %.5f %.5f %.5f %.5f %.4f %.4f %.3f\n", lk_policy_key(p), r->r_bits[0],
+              r->r_bits[1], r->v_bits[0], r->v_bits[1], r->loss_busy, r->loss_idle, added);
+    fprintf(stderr, "  %-17s S1 %.4f S2 %.4f bits/window (virtual %.4f/%.4f), S3 J %.3f, "
+                    "loss %.1f%%/%.1f%%, p99 %.0f us\n",
+            lk_policy_key(p), r->r_bits[0], r->r_bits[1], r->v_bits[0], r->v_bits[1], r->youden,
+            r->loss_busy * 100, r->loss_idle * 100, r->p99_ns / 1000);
+  }
+  if (t) fclose(t);
+  if (d) fclose(d);
+
+  rb_plot_add(ctx, "leak_policies", "Leak per policy: bits per 1 ms window (S1, S2; real clock and virtual time)",
+              "set style data histograms\nset style histogram clustered gap 1\n"
+              "set style fill solid 0.8 border -1\nset ylabel 'bits per window'\nset yrange [0:1.1]\n"
+              "set key outside right\nset grid ytics\nset xtics rotate by -30\n"
+              "plot for [i=2:5] 'data/leak_policies.dat' using i:xtic(1) title columnheader(i)\n");
+  rb_plot_add(ctx, "leak_vs_cost", "Leak (S1, real clock) against cost (throughput loss, victim mostly idle)",
+              "set xlabel 'throughput loss, victim mostly idle'\nset ylabel 'S1 bits per window'\n"
+              "set grid\nset offsets 0.02,0.05,0.05,0.05\n"
+              "plot 'data/leak_policies.dat' every ::1 using 7:2 with points pt 7 ps 1.5 notitle, "
+              "'' every ::1 using 7:2:1 with labels offset 0,1 notitle\n");
+  char plot[4096];
+  size_t off = 0;
+  off += (size_t)snprintf(plot + off, sizeof plot - off,
+                          "set multiplot layout 2,4\nset logscale x 2\nset xlabel 'max gap (us)'\nset yrange [0:1]\n");
+  for (int p = 0; p < LK_POLICIES && off < sizeof plot; p++)
+    off += (size_t)snprintf(plot + off, sizeof plot - off,
+                            "set title '%s'\nplot 'data/leak_gaps_real_%s.dat' using 1:2 with steps title 'no task', "
+                            "'' using 1:3 with steps title 'task'\n",
+                            lk_policy_key(p), lk_policy_key(p));
+  if (off < sizeof plot) snprintf(plot + off, sizeof plot - off, "unset multiplot\n");
+  rb_plot_add(ctx, "leak_gaps", "S1, real clock: largest gap of the chain attacker per window, by secret value", "%s", plot);
+  off = 0;
+  off += (size_t)snprintf(plot + off, sizeof plot - off,
+                          "set logscale x\nset xlabel 'victim user-blocking start delay (us)'\n"
+                          "set ylabel 'fraction'\nset key bottom right\nset grid\nplot ");
+  for (int p = 0; p < LK_POLICIES && off < sizeof plot; p++)
+    off += (size_t)snprintf(plot + off, sizeof plot - off, "%s'data/leak_cdf_%s.dat' using 1:2 with steps title '%s'",
+                            p ? ", " : "", lk_policy_key(p), lk_policy_key(p));
+  if (off < sizeof plot) snprintf(plot + off, sizeof plot - off, "\n");
+  rb_plot_add(ctx, "leak_latency_cdf", "Victim user-blocking start delay beside a saturated attacker (virtual time)", "%s", plot);
+}
+
 void rb_suite_leak(rb_ctx *ctx) {
-  if (leak_fn == NULL) {
-    rb_unavailable_add(ctx, "leak",
-                       "the security study (issue 8) has not plugged its "
-                       "measurement in yet (rb_leak_register); no "
-                       "leak.<policy>.s1/s2_bits_per_window figures this run");
+  if (leak_fn != NULL) {
+    leak_fn(ctx);
     return;
   }
-  leak_fn(ctx);
+  leak_study(ctx);
 }

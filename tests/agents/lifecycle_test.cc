@@ -109,7 +109,11 @@ TEST_F(LifecycleTest, DestroyWithPendingWorkReleasesEverything) {
     ASSERT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_MESSAGE, counting_task, &q));
   ASSERT_EQ(0, pts_agent_destroy(a, false));
   blk.release.store(true);
-  ASSERT_TRUE(wait_until([&] { return c.done.load() == n && q.cb.load() == 5; }));
+  // The destroy finishes on the agent's thread: the inner promise's reaction
+  // is cleaned up when its loop is freed, after the callbacks above.
+  ASSERT_TRUE(wait_until([&] {
+    return c.done.load() == n && q.cb.load() == 5 && ip.cleanups.load() == 1;
+  }));
   EXPECT_EQ(n, c.cb.load());
   EXPECT_EQ(0, c.cb_ran.load());
   EXPECT_EQ(n, c.cb_status_sum.load());  // every callback told PTS_ECANCELED

@@ -1,0 +1,109 @@
+/* agents/study.h: what the agents layer offers the security study (issue 8)
+ * beyond the public API: a sixth, non-work-conserving inter-loop policy
+ * (quantized partitioning) and a virtual pool thread that drives the real
+ * policy code and real loops in virtual time with a cost model, so leakage
+ * and cost are exact and reproducible (docs/security.md).
+ *
+ * Nothing here changes the public enum: PTS_POLICY_COUNT stays 5 (suites
+ * iterate over it), and the extra policy is reachable only through
+ * pts__pool_new_ext() and the virtual thread.
+ *
+ * Threads: pts__pool_new_ext as pts_pool_new. A virtual thread and its loops
+ * belong to the thread that created them; nothing in it is thread-safe.
+ */
+#ifndef PTSCHED_AGENTS_STUDY_H
+#define PTSCHED_AGENTS_STUDY_H
+
+#include <stdint.h>
+
+#include "ptsched/agents.h"
+#include "ptsched/loop.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Quantized partitioning (docs/security.md, "the quantized policy"): a fixed
+ * frame of equal slots; each slot belongs to one agent and an idle slot stays
+ * idle. An agent's number of slots per frame takes one of two levels (low:
+ * one slot; high: an equal share of what the low agents leave), decided only
+ * at epoch boundaries from the CPU time the agent used in the epoch before
+ * (with hysteresis). Within an epoch nothing another agent does moves a
+ * boundary or fills a slot; across epochs each co-located agent can reveal
+ * at most one bit (its level) per epoch. A step starts only if the slot has
+ * at least the agent's guard left (the longest step it ran in the current or
+ * last epoch, capped at 7/8 of a slot), so steps do not overrun into the next
+ * owner's slot unless they are longer than any before. */
+#define PTS__POLICY_QUANTIZED PTS_POLICY_COUNT
+#define PTS__POLICY_COUNT_ALL (PTS_POLICY_COUNT + 1)
+#define PTS__Q_MAX_SLOTS 256
+
+typedef struct pts__quant_options {
+  uint64_t slot_ns;      /* 0 = 250 us */
+  uint32_t frame_slots;  /* 0 = 16 (frame 4 ms); at most PTS__Q_MAX_SLOTS */
+  uint32_t epoch_frames; /* 0 = 250 (epoch 1 s with the defaults) */
+} pts__quant_options;
+
+/* "quantized" for PTS__POLICY_QUANTIZED, else pts_policy_name(policy). */
+const char *pts__policy_name_ext(int policy);
+
+/* pts_pool_new accepting PTS__POLICY_QUANTIZED too; q may be NULL
+ * (defaults). Same ownership and errors as pts_pool_new. */
+int pts__pool_new_ext(const pts_pool_options *opts, const pts__quant_options *q,
+                      pts_pool **out);
+
+/* ---- the virtual pool thread ----
+ *
+ * One simulated pool thread: the worker's policy structures (policy.c, the
+ * same code the pool runs) over real loops, stepped on the calling thread in
+ * virtual time. The cost model: a step costs step_overhead_ns plus whatever
+ * the task charged with pts__vthread_charge(); time stands still otherwise.
+ * External activity (a harness posting into the loops) comes from an event
+ * hook the driver calls at the virtual times it asks for.
+ *
+ * Time: tasks read it with pts__vthread_clock(). The loops' own virtual
+ * clocks are not moved (pts_loop_advance would run tasks outside the
+ * policy), so delayed tasks and timers do not fire in a virtual thread:
+ * workloads use the event hook instead.
+ */
+typedef struct pts__vthread pts__vthread;
+
+typedef struct pts__vthread_options {
+  int policy;                /* pts_policy or PTS__POLICY_QUANTIZED */
+  uint64_t seed;             /* randomized */
+  uint64_t slot_ns;          /* time-partitioned; 0 = 1 ms */
+  pts__quant_options quant;  /* quantized */
+  uint64_t step_overhead_ns; /* added to every step */
+  uint32_t max_agents;       /* 0 = 16 */
+} pts__vthread_options;
+
+int pts__vthread_new(const pts__vthread_options *opts, pts__vthread **out);
+/* Frees the loops (pending work released as by pts_loop_free) and the thread. */
+void pts__vthread_free(pts__vthread *t);
+/* Adds an agent with the given weight (0 = 1) and a new loop owned by the
+ * caller; *loop is borrowed (lives until pts__vthread_free). Returns the
+ * agent's index (placement order) or a negative PTS_E* code. */
+int pts__vthread_add(pts__vthread *t, uint32_t weight, pts_loop **loop);
+uint64_t pts__vthread_now(const pts__vthread *t);
+
+/* From inside a task of a virtual thread: the task costs ns more. */
+void pts__vthread_charge(uint64_t ns);
+/* From inside a task: the virtual time now (step start + charged so far);
+ * outside any step: the time of the running virtual thread, or 0. */
+uint64_t pts__vthread_clock(void);
+
+/* Called at virtual time now (>= the time it last asked for); may post into
+ * the thread's loops; returns the next time it wants, UINT64_MAX for never. */
+typedef uint64_t (*pts__vthread_event_fn)(void *ctx, uint64_t now);
+/* Installs the hook; it is first called at the current time. */
+void pts__vthread_set_events(pts__vthread *t, pts__vthread_event_fn fn, void *ctx);
+/* Runs until virtual time end_ns (a step that starts before end runs whole,
+ * so the clock may end a little past it). 0 or a negative PTS_E* code. */
+int pts__vthread_run(pts__vthread *t, uint64_t end_ns);
+/* Steps taken and virtual ns spent in steps, per agent index. */
+uint64_t pts__vthread_busy_ns(const pts__vthread *t, int agent);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PTSCHED_AGENTS_STUDY_H */

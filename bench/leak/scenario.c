@@ -1,0 +1,626 @@
+/* bench/leak/scenario.c: secrets, attackers and the two harnesses of the
+ * study (virtual time over agents/vthread.c, real clock over a worker pool),
+ * the per-window observations and the analysis of a trace.
+ *
+ * Invariant: the attacker and the victim are the same task code in both
+ * modes; only the clock (a read) and the work (a charge in virtual time, a
+ * spin in real time) differ, through the env below. The attacker learns
+ * nothing but its own start times, as the §5 threat model says: every
+ * observation is computed from the attacker's trace alone.
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agents/study.h"
+#include "bench/leak/leak.h"
+#include "ptsched.h"
+
+/* ---- names ---- */
+
+const char *lk_policy_key(int p) {
+  static const char *const k[LK_POLICIES] = {"strict", "round_robin", "fair", "randomized",
+                                             "time_partitioned", "quantized",
+                                             "separate_threads"};
+  return (unsigned)p < LK_POLICIES ? k[p] : "unknown";
+}
+const char *lk_secret_name(lk_secret s) {
+  return s == LK_S1 ? "s1" : s == LK_S2 ? "s2" : "s3";
+}
+const char *lk_attacker_name(lk_attacker a) {
+  static const char *const k[LK_ATTACKERS] = {"chain", "flood", "pairs", "counter"};
+  return (unsigned)a < LK_ATTACKERS ? k[a] : "unknown";
+}
+
+/* ---- the environment: clock and work ---- */
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+static void spin_ns(uint64_t ns) {
+  uint64_t end = mono_ns() + ns;
+  while (mono_ns() < end) {
+  }
+}
+typedef struct env {
+  uint64_t (*now)(void);
+  void (*work)(uint64_t ns);
+} env;
+static const env virt_env = {pts__vthread_clock, pts__vthread_charge};
+static const env real_env = {mono_ns, spin_ns};
+
+static uint64_t rng_next(uint64_t *s) {
+  uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
+  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
+void lk_trace_free(lk_trace *tr) {
+  free(tr->t);
+  free(tr->kind);
+  free(tr->secret);
+  free(tr->obs);
+  free(tr->lat_ns);
+  memset(tr, 0, sizeof *tr);
+}
+
+/* ---- the attacker (owner thread of its loop) ---- */
+
+typedef struct attacker {
+  const env *e;
+  lk_attacker kind;
+  pts_scheduler *sched;
+  lk_trace *tr;
+  uint64_t origin; /* clock value of window 0 */
+  uint64_t task_ns;
+  _Atomic bool stop;
+  int pending; /* flood: tasks of the current batch not yet run */
+} attacker;
+
+#define FLOOD_BATCH 64
+
+static void att_record(attacker *a, uint8_t kind) {
+  uint64_t t = a->e->now();
+  if (a->kind == LK_COUNTER) t -= t % LK_COUNTER_TICK_NS; /* coarse clock */
+  lk_trace *tr = a->tr;
+  if (tr->n < tr->cap) {
+    tr->t[tr->n] = (int64_t)(t - a->origin);
+    tr->kind[tr->n] = kind;
+    tr->n++;
+  }
+}
+
+static void att_post(attacker *a, pts_task_fn fn, void *data, int prio) {
+  pts_post_options o = PTS_POST_OPTIONS_INIT;
+  o.priority = prio;
+  (void)pts_scheduler_post(a->sched, fn, data, &o);
+}
+
+static void att_task(void *data, int status);
+static void att_b(void *data, int status);
+
+static void att_round(attacker *a) {
+  if (atomic_load_explicit(&a->stop, memory_order_relaxed)) return;
+  switch (a->kind) {
+    case LK_FLOOD:
+      a->pending = FLOOD_BATCH;
+      for (int i = 0; i < FLOOD_BATCH; i++) att_post(a, att_task, a, PTS_PRIORITY_USER_VISIBLE);
+      break;
+    case LK_PAIRS: /* a user-blocking probe and a background tail */
+      att_post(a, att_task, a, PTS_PRIORITY_USER_BLOCKING);
+      att_post(a, att_b, a, PTS_PRIORITY_BACKGROUND);
+      break;
+    default:
+      att_post(a, att_task, a, PTS_PRIORITY_USER_VISIBLE);
+  }
+}
+
+static void att_task(void *data, int status) {
+  attacker *a = data;
+  if (status != 0) return;
+  att_record(a, 0);
+  a->e->work(a->task_ns);
+  if (a->kind == LK_PAIRS) return; /* the tail re-posts */
+  if (a->kind == LK_FLOOD && --a->pending > 0) return;
+  att_round(a);
+}
+
+static void att_b(void *data, int status) {
+  attacker *a = data;
+  if (status != 0) return;
+  att_record(a, 1);
+  a->e->work(a->task_ns);
+  att_round(a);
+}
+
+/* ---- the victim ---- */
+
+typedef struct vtask {
+  struct victim *v;
+  uint64_t posted;
+  uint64_t work;
+  bool measure;
+} vtask;
+
+typedef struct victim {
+  const env *e;
+  lk_trace *tr;
+  uint64_t busy;
+} victim;
+
+static void victim_task(void *data, int status) {
+  vtask *t = data;
+  if (status == 0) {
+    victim *v = t->v;
+    uint64_t s = v->e->now();
+    if (t->measure && v->tr->nlat < v->tr->caplat)
+      v->tr->lat_ns[v->tr->nlat++] = (double)(s - t->posted);
+    v->e->work(t->work);
+    v->busy += t->work;
+  }
+  free(t);
+}
+
+static int victim_post(victim *v, pts_scheduler *s, uint64_t now, uint64_t work, int prio,
+                       bool measure) {
+  vtask *t = malloc(sizeof *t);
+  if (t == NULL) return PTS_ENOMEM;
+  *t = (vtask){v, now, work, measure};
+  pts_post_options o = PTS_POST_OPTIONS_INIT;
+  o.priority = prio;
+  int rc = pts_scheduler_post(s, victim_task, t, &o);
+  if (rc != 0) free(t);
+  return rc;
+}
+
+/* ---- the secret schedule ---- */
+
+typedef struct plan {
+  lk_secret s;
+  uint32_t windows;
+  uint8_t *bits;      /* per window: S1 on/off, S2 ub/bg, S3 burst starts */
+  uint64_t *kt;       /* S3: keystroke times (ns from window 0) */
+  size_t nk;
+} plan;
+
+static int plan_make(const lk_config *c, lk_trace *tr, plan *p) {
+  memset(p, 0, sizeof *p);
+  p->s = c->secret;
+  p->windows = c->windows;
+  p->bits = calloc(c->windows, 1);
+  tr->secret = calloc(c->windows, 1);
+  if (p->bits == NULL || tr->secret == NULL) return PTS_ENOMEM;
+  uint64_t s = c->seed * 7919 + 17;
+  if (c->secret == LK_S3) {
+    uint64_t span = (uint64_t)c->windows * LK_WINDOW_NS;
+    p->kt = malloc((span / 100000000u + 2) * sizeof *p->kt);
+    if (p->kt == NULL) return PTS_ENOMEM;
+    uint64_t t = 100000000u + rng_next(&s) % 200000001u;
+    while (t < span) {
+      p->kt[p->nk++] = t;
+      p->bits[t / LK_WINDOW_NS] = 1;
+      t += 100000000u + rng_next(&s) % 200000001u;
+    }
+  } else {
+    for (uint32_t w = 0; w < c->windows; w++)
+      p->bits[w] = c->bits ? c->bits[w] : (uint8_t)(rng_next(&s) & 1);
+  }
+  memcpy(tr->secret, p->bits, c->windows);
+  return 0;
+}
+
+static void plan_free(plan *p) {
+  free(p->bits);
+  free(p->kt);
+}
+
+static int trace_alloc(lk_trace *tr, uint32_t windows, size_t per_window) {
+  memset(tr, 0, sizeof *tr);
+  tr->windows = windows;
+  tr->cap = (size_t)windows * per_window + 4096;
+  tr->t = malloc(tr->cap * sizeof *tr->t);
+  tr->kind = malloc(tr->cap);
+  tr->caplat = (size_t)windows * 4 + 64;
+  tr->lat_ns = malloc(tr->caplat * sizeof *tr->lat_ns);
+  tr->obs = calloc(windows, sizeof *tr->obs);
+  return tr->t && tr->kind && tr->lat_ns && tr->obs ? 0 : PTS_ENOMEM;
+}
+
+/* ---- virtual time ---- */
+
+typedef struct vrun {
+  plan p;
+  victim v;
+  pts_scheduler *vs;
+  uint64_t origin; /* virtual time of window 0 */
+  uint32_t next_w;
+  size_t next_k;
+} vrun;
+
+/* The harness's events: the victim's posts at window starts (S1, S2) or at
+ * keystroke times (S3). */
+static uint64_t vrun_event(void *ctx, uint64_t now) {
+  vrun *r = ctx;
+  if (r->p.s == LK_S3) {
+    while (r->next_k < r->p.nk && r->origin + r->p.kt[r->next_k] <= now) {
+      for (int i = 0; i < LK_BURST_TASKS; i++)
+        (void)victim_post(&r->v, r->vs, now, LK_BURST_TASK_NS, PTS_PRIORITY_USER_BLOCKING, i == 0);
+      r->next_k++;
+    }
+    return r->next_k < r->p.nk ? r->origin + r->p.kt[r->next_k] : UINT64_MAX;
+  }
+  /* Warm-up windows before window 0 repeat the secret's pattern so the
+   * quantized policy's levels settle; they are not observed. */
+  while (r->origin + (uint64_t)r->next_w * LK_WINDOW_NS <= now && r->next_w < r->p.windows) {
+    uint8_t b = r->p.bits[r->next_w];
+    if (r->p.s == LK_S1 && b)
+      (void)victim_post(&r->v, r->vs, now, LK_VICTIM_TASK_NS, PTS_PRIORITY_USER_BLOCKING, true);
+    else if (r->p.s == LK_S2)
+      (void)victim_post(&r->v, r->vs, now, LK_VICTIM_TASK_NS,
+                        b ? PTS_PRIORITY_USER_BLOCKING : PTS_PRIORITY_BACKGROUND, b);
+    r->next_w++;
+  }
+  return r->next_w < r->p.windows ? r->origin + (uint64_t)r->next_w * LK_WINDOW_NS : UINT64_MAX;
+}
+
+/* Warm-up events: the same load as the run (a fixed alternating pattern),
+ * so the levels settle on what the run needs whatever its secret. */
+typedef struct wrun {
+  vrun *r;
+  uint64_t end;
+  uint32_t w;
+} wrun;
+static uint64_t wrun_event(void *ctx, uint64_t now) {
+  wrun *x = ctx;
+  vrun *r = x->r;
+  if (now >= x->end) return UINT64_MAX;
+  if (r->p.s == LK_S1 && (x->w & 1))
+    (void)victim_post(&r->v, r->vs, now, LK_VICTIM_TASK_NS, PTS_PRIORITY_USER_BLOCKING, false);
+  else if (r->p.s == LK_S2)
+    (void)victim_post(&r->v, r->vs, now, LK_VICTIM_TASK_NS,
+                      (x->w & 1) ? PTS_PRIORITY_USER_BLOCKING : PTS_PRIORITY_BACKGROUND, false);
+  x->w++;
+  uint64_t n = now + LK_WINDOW_NS;
+  return n < x->end ? n : x->end;
+}
+
+int lk_run_virtual(const lk_config *c, lk_trace *tr) {
+  if (c == NULL || tr == NULL || c->windows == 0 || (unsigned)c->policy >= LK_POLICIES)
+    return PTS_EINVAL;
+  int rc = trace_alloc(tr, c->windows, LK_WINDOW_NS / LK_ATTACK_TASK_NS + 8);
+  vrun r;
+  memset(&r, 0, sizeof r);
+  if (rc == 0) rc = plan_make(c, tr, &r.p);
+  pts__vthread *vt[2] = {NULL, NULL};
+  attacker a;
+  memset(&a, 0, sizeof a);
+  if (rc == 0) {
+    bool sep = c->policy == LK_SEPARATE;
+    pts__vthread_options o;
+    memset(&o, 0, sizeof o);
+    o.policy = sep ? PTS_POLICY_ROUND_ROBIN : c->policy;
+    o.seed = c->seed;
+    o.step_overhead_ns = c->overhead_ns;
+    for (int i = 0; i < (sep ? 2 : 1) && rc == 0; i++) rc = pts__vthread_new(&o, &vt[i]);
+    pts_loop *al = NULL, *vl = NULL;
+    if (rc == 0) rc = pts__vthread_add(vt[0], 1, &al) < 0 ? PTS_ENOMEM : 0;
+    if (rc == 0) rc = pts__vthread_add(sep ? vt[1] : vt[0], 1, &vl) < 0 ? PTS_ENOMEM : 0;
+    if (rc == 0) {
+      a.e = &virt_env;
+      a.kind = c->attacker;
+      a.sched = pts_global_scheduler(pts_loop_default_global(al));
+      a.tr = tr;
+      a.task_ns = LK_ATTACK_TASK_NS;
+      r.v.e = &virt_env;
+      r.v.tr = tr;
+      r.vs = pts_global_scheduler(pts_loop_default_global(vl));
+      att_round(&a);
+      pts__vthread *victim_t = sep ? vt[1] : vt[0];
+      /* Warm-up, then the observed windows (a.origin is where the trace's
+       * time 0 lies; samples before it are dropped by lk_observe). */
+      wrun w = {&r, c->warmup_ns, 0};
+      r.origin = c->warmup_ns;
+      a.origin = r.origin;
+      uint64_t end = r.origin + (uint64_t)c->windows * LK_WINDOW_NS;
+      if (sep) {
+        /* Two threads that never interact: run each to the end. */
+        pts__vthread_set_events(victim_t, wrun_event, &w);
+        pts__vthread_run(victim_t, c->warmup_ns);
+        pts__vthread_set_events(victim_t, vrun_event, &r);
+        pts__vthread_run(victim_t, end);
+        pts__vthread_run(vt[0], end);
+      } else {
+        pts__vthread_set_events(vt[0], wrun_event, &w);
+        pts__vthread_run(vt[0], c->warmup_ns);
+        tr->nlat = 0;
+        r.v.busy = 0;
+        uint64_t ab = pts__vthread_busy_ns(vt[0], 0);
+        pts__vthread_set_events(vt[0], vrun_event, &r);
+        pts__vthread_run(vt[0], end);
+        tr->attacker_busy_ns = pts__vthread_busy_ns(vt[0], 0) - ab;
+      }
+      if (sep) tr->attacker_busy_ns = pts__vthread_busy_ns(vt[0], 0);
+      tr->victim_busy_ns = r.v.busy;
+      tr->elapsed_ns = end - r.origin;
+      atomic_store(&a.stop, true);
+    }
+  }
+  for (int i = 0; i < 2; i++) pts__vthread_free(vt[i]); /* frees pending tasks */
+  plan_free(&r.p);
+  if (rc == 0) lk_observe(tr, c->attacker);
+  return rc;
+}
+
+/* ---- observations ---- */
+
+void lk_observe(lk_trace *tr, lk_attacker kind) {
+  uint32_t W = tr->windows;
+  double *maxa = calloc(W, sizeof *maxa), *maxb = calloc(W, sizeof *maxb);
+  uint32_t ticks = LK_WINDOW_NS / LK_COUNTER_TICK_NS;
+  uint32_t *cnt = calloc((size_t)W * ticks, sizeof *cnt);
+  if (maxa == NULL || maxb == NULL || cnt == NULL) goto out;
+  for (uint32_t w = 0; w < W; w++) tr->obs[w] = 0;
+  for (size_t i = 0; i < tr->n; i++) {
+    if (tr->t[i] < 0) continue;
+    uint64_t w = (uint64_t)tr->t[i] / LK_WINDOW_NS;
+    if (w >= W) break;
+    double gap = i > 0 ? (double)(tr->t[i] - tr->t[i - 1]) : 0;
+    switch (kind) {
+      case LK_FLOOD:
+        tr->obs[w] += 1;
+        break;
+      case LK_PAIRS:
+        if (tr->kind[i]) { if (gap > maxb[w]) maxb[w] = gap; }
+        else if (gap > maxa[w]) maxa[w] = gap;
+        break;
+      case LK_COUNTER:
+        cnt[w * ticks + ((uint64_t)tr->t[i] % LK_WINDOW_NS) / LK_COUNTER_TICK_NS]++;
+        break;
+      default:
+        if (gap > tr->obs[w]) tr->obs[w] = gap;
+    }
+  }
+  if (kind == LK_PAIRS)
+    for (uint32_t w = 0; w < W; w++) tr->obs[w] = maxb[w] - maxa[w];
+  if (kind == LK_COUNTER) {
+    for (uint32_t w = 0; w < W; w++) {
+      uint32_t m = UINT32_MAX;
+      for (uint32_t k = 0; k < ticks; k++)
+        if (cnt[w * ticks + k] < m) m = cnt[w * ticks + k];
+      tr->obs[w] = m;
+    }
+  }
+out:
+  free(maxa);
+  free(maxb);
+  free(cnt);
+}
+
+int lk_analyse(const lk_trace *tr, lk_secret s, int shuffles, uint64_t seed, lk_result *out) {
+  size_t n = tr->windows;
+  int *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+  if (x == NULL || y == NULL) {
+    free(x);
+    free(y);
+    return PTS_ENOMEM;
+  }
+  memset(out, 0, sizeof *out);
+  uint64_t c[2] = {0, 0};
+  for (size_t i = 0; i < n; i++) {
+    x[i] = tr->secret[i] ? 1 : 0;
+    c[x[i]]++;
+  }
+  int ky = lk_bin(tr->obs, n, 16, y);
+  out->bins = ky;
+  out->h_secret = lk_entropy(c, 2, false);
+  out->mi_plugin = lk_mi(x, y, n, 2, ky, false);
+  out->mi_mm = lk_mi(x, y, n, 2, ky, true);
+  out->floor95 = lk_mi_floor(x, y, n, 2, ky, shuffles, seed);
+  out->detected = out->mi_mm > out->floor95 && out->mi_mm > 0;
+  /* The reported figure: corrected MI, 0 when not above the detection
+   * limit (what chance alone gives at this N is not a leak we can claim),
+   * never more than the secret's entropy. */
+  out->bits = out->detected ? out->mi_mm : 0;
+  if (out->bits > out->h_secret) out->bits = out->h_secret;
+  out->accuracy = lk_classify(x, y, n, 2, ky);
+  out->fano_acc = lk_fano_max_accuracy(out->h_secret, out->bits, 2);
+  out->bits_per_s = out->bits * (1e9 / LK_WINDOW_NS);
+  if (s == LK_S3) out->youden = lk_youden(tr->obs, tr->secret, n);
+  free(x);
+  free(y);
+  return 0;
+}
+
+/* ---- costs in virtual time ---- */
+
+#define COST_TASK_NS 20000u
+#define IDLE_PERIOD_NS 20000000u
+
+typedef struct chain {
+  pts_scheduler *s;
+  uint64_t done;
+  int prio;
+} chain;
+static void chain_task(void *data, int status) {
+  chain *c = data;
+  if (status != 0) return;
+  pts__vthread_charge(COST_TASK_NS);
+  c->done++;
+  pts_post_options o = PTS_POST_OPTIONS_INIT;
+  o.priority = c->prio;
+  (void)pts_scheduler_post(c->s, chain_task, c, &o);
+}
+
+typedef struct idle_ev {
+  victim v;
+  pts_scheduler *s;
+} idle_ev;
+static uint64_t idle_event(void *ctx, uint64_t now) {
+  idle_ev *e = ctx;
+  (void)victim_post(&e->v, e->s, now, LK_VICTIM_TASK_NS, PTS_PRIORITY_USER_BLOCKING, true);
+  return now + IDLE_PERIOD_NS;
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+int lk_cost_virtual(int policy, uint64_t span_ns, lk_cost *out) {
+  memset(out, 0, sizeof *out);
+  bool sep = policy == LK_SEPARATE;
+  uint64_t warm = 2000000000u; /* two quantized epochs */
+  pts__vthread_options o;
+  memset(&o, 0, sizeof o);
+  o.policy = sep ? PTS_POLICY_ROUND_ROBIN : policy;
+  o.seed = 1;
+  for (int scen = 0; scen < 2; scen++) {
+    pts__vthread *vt[2] = {NULL, NULL};
+    pts_loop *al, *vl;
+    int rc = 0;
+    for (int i = 0; i < (sep ? 2 : 1) && rc == 0; i++) rc = pts__vthread_new(&o, &vt[i]);
+    if (rc != 0) return rc;
+    pts__vthread *vth = sep ? vt[1] : vt[0];
+    pts__vthread_add(vt[0], 1, &al);
+    pts__vthread_add(vth, 1, &vl);
+    chain ca = {pts_global_scheduler(pts_loop_default_global(al)), 0, PTS_PRIORITY_USER_VISIBLE};
+    chain cv = {pts_global_scheduler(pts_loop_default_global(vl)), 0, PTS_PRIORITY_USER_VISIBLE};
+    lk_trace tr;
+    memset(&tr, 0, sizeof tr);
+    tr.caplat = (span_ns + warm) / IDLE_PERIOD_NS + 16;
+    tr.lat_ns = malloc(tr.caplat * sizeof *tr.lat_ns);
+    idle_ev ev = {{&virt_env, &tr, 0}, cv.s};
+    chain_task(&ca, 0);
+    if (scen == 0) chain_task(&cv, 0);
+    else pts__vthread_set_events(vth, idle_event, &ev);
+    pts__vthread_run(vt[0], warm);
+    if (sep) pts__vthread_run(vt[1], warm);
+    uint64_t a0 = ca.done, v0 = cv.done, vb0 = ev.v.busy;
+    tr.nlat = 0;
+    pts__vthread_run(vt[0], warm + span_ns);
+    if (sep) pts__vthread_run(vt[1], warm + span_ns);
+    double aw = (double)(ca.done - a0) * COST_TASK_NS;
+    if (scen == 0) {
+      double vw = (double)(cv.done - v0) * COST_TASK_NS;
+      /* Both saturated: share of the thread's capacity doing work (separate
+       * threads: of each thread's own). */
+      out->loss_busy = sep ? 1 - (aw + vw) / (2.0 * span_ns) : 1 - (aw + vw) / span_ns;
+    } else {
+      double vb = (double)(ev.v.busy - vb0);
+      out->loss_idle = sep ? 1 - aw / span_ns : 1 - aw / ((double)span_ns - vb);
+      qsort(tr.lat_ns, tr.nlat, sizeof *tr.lat_ns, cmp_d);
+      out->p99_ns = tr.nlat ? tr.lat_ns[(size_t)ceil(0.99 * tr.nlat) - 1] : 0;
+      out->lat_ns = tr.lat_ns;
+      out->nlat = tr.nlat;
+      tr.lat_ns = NULL;
+    }
+    free(tr.lat_ns);
+    for (int i = 0; i < 2; i++) pts__vthread_free(vt[i]);
+  }
+  return 0;
+}
+
+/* ---- real clock ---- */
+
+typedef struct rctx {
+  attacker a;
+  pts_agent *agent;
+} rctx;
+
+/* The chain's first task, posted from the harness: on the attacker's own
+ * thread it finds its scheduler and starts the chain. */
+static pts_value real_kick(void *data, int status) {
+  rctx *r = data;
+  if (status == 0) {
+    r->a.sched = pts_global_scheduler(pts_loop_default_global(pts_agent_loop(r->agent)));
+    att_round(&r->a);
+  }
+  return pts_undefined();
+}
+
+static pts_value real_victim(void *data, int status) {
+  victim_task(data, status);
+  return pts_undefined();
+}
+
+static void sleep_until(uint64_t t) {
+  struct timespec ts = {(time_t)(t / 1000000000u), (long)(t % 1000000000u)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0) {
+  }
+}
+
+int lk_run_real(const lk_config *c, lk_trace *tr) {
+  if (c == NULL || tr == NULL || c->windows == 0 || (unsigned)c->policy >= LK_POLICIES ||
+      c->attacker != LK_CHAIN || c->secret == LK_S3)
+    return PTS_EINVAL;
+  int rc = trace_alloc(tr, c->windows, LK_WINDOW_NS / 2000 + 8);
+  plan p;
+  memset(&p, 0, sizeof p);
+  if (rc == 0) rc = plan_make(c, tr, &p);
+  bool sep = c->policy == LK_SEPARATE;
+  pts_pool *pool = NULL;
+  pts_pool_options po = {sep ? 2u : 1u, sep ? PTS_POLICY_ROUND_ROBIN : (pts_policy)c->policy,
+                         c->seed, 0};
+  if (rc == 0) rc = pts__pool_new_ext(&po, NULL, &pool);
+  pts_agent *aa = NULL, *va = NULL;
+  pts_agent_options ao = PTS_AGENT_OPTIONS_INIT;
+  ao.origin = "attacker";
+  ao.thread = 0;
+  if (rc == 0) rc = pts_agent_new(pool, &ao, &aa);
+  ao.origin = "victim";
+  ao.thread = sep ? 1 : 0;
+  if (rc == 0) rc = pts_agent_new(pool, &ao, &va);
+  /* Reached by the pool threads until the drains below return. */
+  rctx *r = calloc(1, sizeof *r);
+  victim *v = calloc(1, sizeof *v);
+  if (rc == 0 && (r == NULL || v == NULL)) rc = PTS_ENOMEM;
+  if (rc == 0) {
+    *v = (victim){&real_env, tr, 0};
+    r->agent = aa;
+    r->a.e = &real_env;
+    r->a.kind = LK_CHAIN;
+    r->a.tr = tr;
+    r->a.task_ns = LK_ATTACK_TASK_NS;
+    uint64_t t0 = mono_ns() + (c->warmup_ns ? c->warmup_ns : 50000000u);
+    r->a.origin = t0;
+    rc = pts_agent_post_task(aa, NULL, real_kick, r, NULL, NULL, NULL);
+    for (uint32_t w = 0; w < c->windows && rc == 0; w++) {
+      uint64_t at = t0 + (uint64_t)w * LK_WINDOW_NS;
+      sleep_until(at);
+      uint8_t b = p.bits[w];
+      if (c->secret == LK_S1 && !b) continue;
+      vtask *t = malloc(sizeof *t);
+      if (t == NULL) {
+        rc = PTS_ENOMEM;
+        break;
+      }
+      *t = (vtask){v, mono_ns(), LK_VICTIM_TASK_NS, b != 0};
+      pts_agent_post_options o = PTS_AGENT_POST_OPTIONS_INIT;
+      o.priority = b ? PTS_PRIORITY_USER_BLOCKING : PTS_PRIORITY_BACKGROUND;
+      if (pts_agent_post_task(va, &o, real_victim, t, NULL, NULL, NULL) != 0) free(t);
+    }
+    sleep_until(t0 + (uint64_t)c->windows * LK_WINDOW_NS + 2000000u);
+    atomic_store(&r->a.stop, true);
+    (void)pts_agent_drain(aa);
+    (void)pts_agent_drain(va); /* a starved backlog (strict, S2) runs now */
+    pts_agent_stats st;
+    if (pts_agent_get_stats(aa, &st) == 0) tr->attacker_busy_ns = st.cpu_ns;
+    tr->victim_busy_ns = v->busy;
+    tr->elapsed_ns = (uint64_t)c->windows * LK_WINDOW_NS;
+  }
+  if (pool) pts_pool_shutdown(pool);
+  pts_agent_unref(aa);
+  pts_agent_unref(va);
+  free(r);
+  free(v);
+  plan_free(&p);
+  if (rc == 0) lk_observe(tr, LK_CHAIN);
+  return rc;
+}
