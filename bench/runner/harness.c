@@ -7,6 +7,7 @@
 #include "bench/runner/harness.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <jemalloc/jemalloc.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -18,6 +19,17 @@ uint64_t rb_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void rb_sleep_ns(uint64_t ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+void rb_wait_ready(atomic_int *ready) {
+  while (atomic_load_explicit(ready, memory_order_acquire) == 0) sched_yield();
+  rb_sleep_ns(1000000);
 }
 
 void rb_spin_ns(uint64_t ns) {

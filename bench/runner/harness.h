@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -84,6 +85,11 @@ typedef struct rb_ctx {
 uint64_t rb_now_ns(void);
 /* Busy-waits about ns nanoseconds (a task's simulated work). */
 void rb_spin_ns(uint64_t ns);
+/* Sleeps ns nanoseconds (restarted after a signal). */
+void rb_sleep_ns(uint64_t ns);
+/* Waits until *ready is set by a consumer thread about to enter its loop,
+ * then 1 ms more so it parks: the first post then measures a wake-up. */
+void rb_wait_ready(atomic_int *ready);
 /* Scales a batch size by ctx->size, at least lo. */
 size_t rb_n(const rb_ctx *ctx, size_t n, size_t lo);
 

@@ -44,18 +44,6 @@ static void count_task(void *data, int status) {
 /* Read through a volatile so every call stays an indirect call. */
 static task_fn volatile g_count_task = count_task;
 
-static void sleep_ns(uint64_t ns) {
-  struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
-  while (nanosleep(&ts, &ts) != 0) {
-  }
-}
-
-/* Waits for a consumer thread to reach its loop, then lets it park. */
-static void wait_ready(atomic_int *ready) {
-  while (atomic_load_explicit(ready, memory_order_acquire) == 0) sched_yield();
-  sleep_ns(1000000);
-}
-
 /* ---- intrusive FIFO and three-level priority FIFO ---- */
 
 typedef struct fnode {
@@ -278,7 +266,7 @@ double rb_floor_futex_rtt(size_t rounds) {
     free(p);
     return -1;
   }
-  sleep_ns(1000000);
+  rb_sleep_ns(1000000);
   uint64_t t0 = rb_now_ns();
   for (size_t i = 0; i < rounds; i++) {
     atomic_store(&p->b, 1);
@@ -511,7 +499,7 @@ double rb_libevent_xthread(size_t n) {
   pthread_t th;
   double r = -1;
   if (ok && pthread_create(&th, NULL, ev_loop_thread, &x) == 0) {
-    wait_ready(&x.ready);
+    rb_wait_ready(&x.ready);
     uint64_t t0 = rb_now_ns();
     for (size_t i = 0; i < n; i++) event_active(ev[i], EV_TIMEOUT, 0);
     pthread_join(th, NULL);
@@ -580,7 +568,7 @@ double rb_libevent_wake_rtt(size_t rounds) {
   pthread_t t1, t2;
   if (p.e1 && p.e2 && pthread_create(&t1, NULL, ev_pp_thread, &p.b1) == 0) {
     if (pthread_create(&t2, NULL, ev_pp_thread, &p.b2) == 0) {
-      sleep_ns(2000000);
+      rb_sleep_ns(2000000);
       event_active(p.e1, EV_TIMEOUT, 0);
       pthread_join(t2, NULL);
       pthread_join(t1, NULL);
@@ -692,18 +680,18 @@ int rb_libevent_latency(uint64_t bg_ns, uint64_t gap_ns, double *delays,
        event_priority_set(l->ub, 0) == 0;
   pthread_t th;
   if (ok && pthread_create(&th, NULL, ev_lat_thread, l) == 0) {
-    wait_ready(&l->ready);
+    rb_wait_ready(&l->ready);
     unsigned seed = 12345;
     uint64_t deadline = rb_now_ns() + rb_lat_budget_ns;
     size_t i = 0;
     for (; i < nsamples && rb_now_ns() < deadline; i++) {
-      sleep_ns(gap_ns / 2 + (uint64_t)(rand_r(&seed) % (unsigned)(gap_ns + 1)));
+      rb_sleep_ns(gap_ns / 2 + (uint64_t)(rand_r(&seed) % (unsigned)(gap_ns + 1)));
       atomic_store(&l->done, 0);
       atomic_store(&l->t_inject, rb_now_ns());
       event_active(l->ub, EV_TIMEOUT, 0);
       /* Sleep-poll: a spinning injector would take the second core from
        * the loop under test. */
-      while (atomic_load_explicit(&l->done, memory_order_acquire) == 0) sleep_ns(5000);
+      while (atomic_load_explicit(&l->done, memory_order_acquire) == 0) rb_sleep_ns(5000);
       delays[i] = l->delay;
     }
     atomic_store(&l->stop, 1);
@@ -774,7 +762,7 @@ double rb_libuv_async(size_t n) {
   }
   pthread_t th;
   if (pthread_create(&th, NULL, uv_q_thread, q) == 0) {
-    wait_ready(&q->ready);
+    rb_wait_ready(&q->ready);
     uint64_t t0 = rb_now_ns();
     for (size_t i = 0; i < n; i++) {
       fnode *x = &nodes[i];
@@ -850,7 +838,7 @@ double rb_libuv_wake_rtt(size_t rounds) {
   double r = -1;
   if (pthread_create(&ta, NULL, uv_run_thread, &p->la) == 0) {
     if (pthread_create(&tb, NULL, uv_run_thread, &p->lb) == 0) {
-      sleep_ns(2000000);
+      rb_sleep_ns(2000000);
       uv_async_send(&p->aa);
       pthread_join(ta, NULL);
       pthread_join(tb, NULL);

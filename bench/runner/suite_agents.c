@@ -24,12 +24,6 @@
 #include "ptsched.h"
 #include "ptsched/agents.h"
 
-static void sleep_ns(uint64_t ns) {
-  struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
-  while (nanosleep(&ts, &ts) != 0) {
-  }
-}
-
 static pts_scheduler *agent_scheduler(pts_agent *a) {
   return pts_global_scheduler(pts_loop_default_global(pts_agent_loop(a)));
 }
@@ -159,7 +153,7 @@ static double s_agent_rtt(void *arg) {
   x.b = g->b;
   x.n = g->rounds;
   sem_init(&x.done, 0, 0);
-  sleep_ns(2000000); /* both pool threads parked */
+  rb_sleep_ns(2000000); /* both pool threads parked */
   double r = -1;
   if (pts_agent_queue_task(x.a, PTS_SOURCE_MESSAGE, rtt_a, &x) == 0) {
     sem_wait(&x.done);
@@ -433,7 +427,7 @@ static int alat_run(uint64_t bg_ns, uint64_t gap_ns, double *delays, size_t k) {
     l->flood.width = RB_FLOOD;
     l->flood.stop = &l->stop;
     pts_agent_queue_task(l->bg, PTS_SOURCE_GENERIC, chain_seed, &l->flood);
-    sleep_ns(1000000);
+    rb_sleep_ns(1000000);
     unsigned seed = 12345;
     pts_agent_post_options o = PTS_AGENT_POST_OPTIONS_INIT;
     o.priority = PTS_PRIORITY_USER_BLOCKING;
@@ -447,7 +441,7 @@ static int alat_run(uint64_t bg_ns, uint64_t gap_ns, double *delays, size_t k) {
       if (pts_agent_post_task(l->ub, &o, alat_ub, l, NULL, NULL, NULL) != 0) break;
       uint64_t limit = rb_now_ns() + 2000000000u; /* a stuck policy fails the run */
       while (atomic_load_explicit(&l->done, memory_order_acquire) == 0 && rb_now_ns() < limit)
-        sleep_ns(5000); /* sleep-poll: leave the second core to the pool */
+        rb_sleep_ns(5000); /* sleep-poll: leave the second core to the pool */
       if (atomic_load(&l->done) == 0) break;
       delays[i] = l->delay;
     }
@@ -558,7 +552,7 @@ static double s_fair(void *arg) {
       for (int k = 0; k < TENANTS; k++) pts_agent_drain(g->agents[k]);
       return -1;
     }
-  sleep_ns(g->duration_ns);
+  rb_sleep_ns(g->duration_ns);
   atomic_store(&stop, 1);
   for (int i = 0; i < TENANTS; i++) pts_agent_drain(g->agents[i]);
   double used[TENANTS], w[TENANTS], sum = 0;

@@ -34,17 +34,6 @@ static pts_value count_cb(void *data, int status) {
   return pts_undefined();
 }
 
-static void sleep_ns(uint64_t ns) {
-  struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
-  while (nanosleep(&ts, &ts) != 0) {
-  }
-}
-
-static void wait_ready(atomic_int *ready) {
-  while (atomic_load_explicit(ready, memory_order_acquire) == 0) sched_yield();
-  sleep_ns(1000000);
-}
-
 /* A loop with its default scheduler, kept across the runs of a scenario so
  * the warm-up also warms the loop's pool. */
 typedef struct one_loop {
@@ -293,7 +282,7 @@ static double s_xt_post(void *arg) {
   pthread_t th;
   double r = -1;
   if (pthread_create(&th, NULL, xt_thread, &x) == 0) {
-    wait_ready(&x.ready);
+    rb_wait_ready(&x.ready);
     uint64_t t0 = rb_now_ns();
     for (size_t i = 0; i < x.n; i++)
       if (pts_queue_task_from_any_thread(x.g, PTS_SOURCE_MESSAGE, xt_task, &x) != 0)
@@ -364,7 +353,7 @@ static double s_xt_rtt(void *arg) {
   double r = -1;
   if (pthread_create(&ta, NULL, run_forever, p.la) == 0) {
     if (pthread_create(&tb, NULL, run_forever, p.lb) == 0) {
-      sleep_ns(2000000);
+      rb_sleep_ns(2000000);
       pts_queue_task_from_any_thread(p.ga, PTS_SOURCE_MESSAGE, pp_a, &p);
       pthread_join(ta, NULL);
       pthread_join(tb, NULL);
@@ -839,18 +828,18 @@ static int lat_run(uint64_t bg_ns, uint64_t gap_ns, double *delays, size_t k) {
   for (int i = 0; i < RB_FLOOD; i++) pts_scheduler_post(l->s, lat_bg, l, &o);
   pthread_t th;
   if (pthread_create(&th, NULL, lat_thread, l) == 0) {
-    wait_ready(&l->ready);
+    rb_wait_ready(&l->ready);
     unsigned seed = 12345;
     uint64_t deadline = rb_now_ns() + rb_lat_budget_ns;
     size_t i = 0;
     for (; i < k && !l->fail && rb_now_ns() < deadline; i++) {
-      sleep_ns(gap_ns / 2 + (uint64_t)(rand_r(&seed) % (unsigned)(gap_ns + 1)));
+      rb_sleep_ns(gap_ns / 2 + (uint64_t)(rand_r(&seed) % (unsigned)(gap_ns + 1)));
       atomic_store(&l->done, 0);
       atomic_store(&l->t_inject, rb_now_ns());
       if (pts_loop_call_from_any_thread(l->loop, lat_inject, l) != 0) break;
       /* Sleep-poll: a spinning injector would take the second core from
        * the loop under test. */
-      while (atomic_load_explicit(&l->done, memory_order_acquire) == 0) sleep_ns(5000);
+      while (atomic_load_explicit(&l->done, memory_order_acquire) == 0) rb_sleep_ns(5000);
       delays[i] = l->delay;
     }
     atomic_store(&l->stop, 1);
