@@ -282,6 +282,17 @@ static pts_agent *quant_pick(pts__worker *w, uint64_t now, uint64_t *until) {
   return NULL;
 }
 
+/* Whether the slot starting at t (a boundary quant_pick handed out) has an
+ * owner with work: the pool thread then wakes early and spins to the
+ * boundary (pool.c, idle), so that owner's step starts within the guard's
+ * start window. It reads the next owner's own state only. */
+bool pts__quant_owner_ready(const pts__worker *w, uint64_t t) {
+  if (w->nagents == 0 || t < w->frame_origin) return false;
+  uint64_t k = (t - w->frame_origin) / w->pool->q.slot_ns;
+  uint32_t idx = w->nagents > w->q_len ? (uint32_t)(k % w->nagents) : w->q_table[k % w->q_len];
+  return idx < w->nagents && w->arr->agents[idx]->urgency != PTS__URGENCY_NONE;
+}
+
 static void quant_layout(pts__worker *w, uint64_t now) {
   for (uint32_t i = 0; i < w->nagents; i++) {
     pts_agent *a = w->arr->agents[i];

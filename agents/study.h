@@ -14,6 +14,7 @@
 #ifndef PTSCHED_AGENTS_STUDY_H
 #define PTSCHED_AGENTS_STUDY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "ptsched/agents.h"
@@ -34,6 +35,12 @@ extern "C" {
  * at least the agent's guard left (the longest step it ran in the current or
  * last epoch, capped at 7/8 of a slot), so steps do not overrun into the next
  * owner's slot unless they are longer than any before. */
+/* On the real clock a step can begin only in the first slot - guard of its
+ * slot (31 us with the cap), while a timed park wakes 50-250 us late (timer
+ * slack, VM), so the pool thread parks until a little before a boundary
+ * whose owner has work and spins to it (pool.c, idle): the owner's step then
+ * starts in its slot. pts__quant_owner_ready tells whether the slot starting
+ * at t has an owner with work (owner thread of w only). */
 #define PTS__POLICY_QUANTIZED PTS_POLICY_COUNT
 #define PTS__POLICY_COUNT_ALL (PTS_POLICY_COUNT + 1)
 #define PTS__Q_MAX_SLOTS 256
@@ -43,6 +50,9 @@ typedef struct pts__quant_options {
   uint32_t frame_slots;  /* 0 = 16 (frame 4 ms); at most PTS__Q_MAX_SLOTS */
   uint32_t epoch_frames; /* 0 = 250 (epoch 1 s with the defaults) */
 } pts__quant_options;
+
+struct pts__worker;
+bool pts__quant_owner_ready(const struct pts__worker *w, uint64_t t);
 
 /* "quantized" for PTS__POLICY_QUANTIZED, else pts_policy_name(policy). */
 const char *pts__policy_name_ext(int policy);

@@ -100,6 +100,11 @@ typedef struct lk_trace {
   double *lat_ns;
   size_t nlat, caplat;
   uint64_t attacker_busy_ns, victim_busy_ns, elapsed_ns;
+  /* The victim's tasks posted in the observed windows and those of them
+   * that started before the windows ended (real clock: before the harness
+   * stops the attacker; a backlog drained afterwards does not count). A
+   * leak figure means little when victim_done falls short of posted. */
+  uint64_t victim_posted, victim_done;
 } lk_trace;
 void lk_trace_free(lk_trace *tr);
 

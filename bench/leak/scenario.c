@@ -153,6 +153,8 @@ typedef struct victim {
   const env *e;
   lk_trace *tr;
   uint64_t busy;
+  uint64_t posted;       /* harness side */
+  _Atomic uint64_t done; /* tasks started; read by the real-clock harness */
 } victim;
 
 static void victim_task(void *data, int status) {
@@ -162,6 +164,8 @@ static void victim_task(void *data, int status) {
     uint64_t s = v->e->now();
     if (t->measure && v->tr->nlat < v->tr->caplat)
       v->tr->lat_ns[v->tr->nlat++] = (double)(s - t->posted);
+    /* Relaxed: a count the harness snapshots; the drain orders the rest. */
+    atomic_fetch_add_explicit(&v->done, 1, memory_order_relaxed);
     v->e->work(t->work);
     v->busy += t->work;
   }
@@ -177,6 +181,7 @@ static int victim_post(victim *v, pts_scheduler *s, uint64_t now, uint64_t work,
   o.priority = prio;
   int rc = pts_scheduler_post(s, victim_task, t, &o);
   if (rc != 0) free(t);
+  else v->posted++;
   return rc;
 }
 
@@ -341,6 +346,8 @@ int lk_run_virtual(const lk_config *c, lk_trace *tr) {
         pts__vthread_run(vt[0], c->warmup_ns);
         tr->nlat = 0;
         r.v.busy = 0;
+        r.v.posted = 0;
+        atomic_store(&r.v.done, 0);
         uint64_t ab = pts__vthread_busy_ns(vt[0], 0);
         pts__vthread_set_events(vt[0], vrun_event, &r);
         pts__vthread_run(vt[0], end);
@@ -348,6 +355,8 @@ int lk_run_virtual(const lk_config *c, lk_trace *tr) {
       }
       if (sep) tr->attacker_busy_ns = pts__vthread_busy_ns(vt[0], 0);
       tr->victim_busy_ns = r.v.busy;
+      tr->victim_posted = r.v.posted;
+      tr->victim_done = atomic_load(&r.v.done);
       tr->elapsed_ns = end - r.origin;
       atomic_store(&a.stop, true);
     }
@@ -496,7 +505,7 @@ int lk_cost_virtual(int policy, uint64_t span_ns, lk_cost *out) {
     memset(&tr, 0, sizeof tr);
     tr.caplat = (span_ns + warm) / IDLE_PERIOD_NS + 16;
     tr.lat_ns = malloc(tr.caplat * sizeof *tr.lat_ns);
-    idle_ev ev = {{&virt_env, &tr, 0}, cv.s};
+    idle_ev ev = {{&virt_env, &tr, 0, 0, 0}, cv.s};
     chain_task(&ca, 0);
     if (scen == 0) chain_task(&cv, 0);
     else pts__vthread_set_events(vth, idle_event, &ev);
@@ -582,7 +591,7 @@ int lk_run_real(const lk_config *c, lk_trace *tr) {
   victim *v = calloc(1, sizeof *v);
   if (rc == 0 && (r == NULL || v == NULL)) rc = PTS_ENOMEM;
   if (rc == 0) {
-    *v = (victim){&real_env, tr, 0};
+    *v = (victim){&real_env, tr, 0, 0, 0};
     r->agent = aa;
     r->a.e = &real_env;
     r->a.kind = LK_CHAIN;
@@ -604,10 +613,15 @@ int lk_run_real(const lk_config *c, lk_trace *tr) {
       *t = (vtask){v, mono_ns(), LK_VICTIM_TASK_NS, b != 0};
       pts_agent_post_options o = PTS_AGENT_POST_OPTIONS_INIT;
       o.priority = b ? PTS_PRIORITY_USER_BLOCKING : PTS_PRIORITY_BACKGROUND;
-      if (pts_agent_post_task(va, &o, real_victim, t, NULL, NULL, NULL) != 0) free(t);
+      if (pts_agent_post_task(va, &o, real_victim, t, NULL, NULL, NULL) != 0)
+        free(t);
+      else
+        v->posted++;
     }
     sleep_until(t0 + (uint64_t)c->windows * LK_WINDOW_NS + 2000000u);
     atomic_store(&r->a.stop, true);
+    tr->victim_posted = v->posted;
+    tr->victim_done = atomic_load_explicit(&v->done, memory_order_relaxed);
     (void)pts_agent_drain(aa);
     (void)pts_agent_drain(va); /* a starved backlog (strict, S2) runs now */
     pts_agent_stats st;

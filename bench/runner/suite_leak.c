@@ -28,6 +28,7 @@ typedef struct row {
   double v_bits[2], v_floor_max[2], r_bits[2], r_floor[2], r_acc[2], r_fano[2];
   double v_acc[2], youden, youden_floor;
   double loss_busy, loss_idle, p99_ns, r_p99_ns;
+  uint64_t r_posted[2], r_done[2];
   bool real_ok;
 } row;
 
@@ -182,15 +183,25 @@ static void leak_study(rb_ctx *ctx) {
       rows[p].r_floor[s] = r.floor95;
       rows[p].r_acc[s] = r.accuracy;
       rows[p].r_fano[s] = r.fano_acc;
+      rows[p].r_posted[s] = tr.victim_posted;
+      rows[p].r_done[s] = tr.victim_done;
       char fig[64];
+      /* A 0-bit figure from a victim that did not run is no isolation:
+       * the tasks started within the windows go next to the leak. */
+      snprintf(fig, sizeof fig, "real_%s_victim_started", lk_secret_name(s));
+      rec1(ctx, pk, fig, "tasks", (double)tr.victim_done);
+      snprintf(fig, sizeof fig, "real_%s_victim_posted", lk_secret_name(s));
+      rec1(ctx, pk, fig, "tasks", (double)tr.victim_posted);
       snprintf(fig, sizeof fig, "%s_bits_per_window", lk_secret_name(s));
       rec1(ctx, pk, fig, "bits", r.bits);
       char key[RB_KEY_MAX];
       if (rb_key_make(key, sizeof key, "leak", pk, fig) == 0) {
         rb_note(ctx, key,
                 "real clock, chain attacker, %u windows: MI %.4f (plug-in %.4f), floor95 %.4f, "
-                "acc %.3f (Fano max %.3f), %.1f bit/s",
-                rwin, r.mi_mm, r.mi_plugin, r.floor95, r.accuracy, r.fano_acc, r.bits_per_s);
+                "acc %.3f (Fano max %.3f), %.1f bit/s; victim started %llu of %llu tasks "
+                "in the windows",
+                rwin, r.mi_mm, r.mi_plugin, r.floor95, r.accuracy, r.fano_acc, r.bits_per_s,
+                (unsigned long long)tr.victim_done, (unsigned long long)tr.victim_posted);
         if (p == PTS__POLICY_QUANTIZED || p == PTS_POLICY_TIME_PARTITIONED)
           rb_target(ctx, key, 0.001, "<= 0.001 bit/window (best shared-thread policy)");
       }
@@ -211,6 +222,11 @@ static void leak_study(rb_ctx *ctx) {
             }
           rows[p].r_p99_ns = l[(size_t)ceil(0.99 * n) - 1];
           rec1(ctx, pk, "real_victim_p99_us", "us", rows[p].r_p99_ns / 1000.0);
+          if (p == PTS__POLICY_QUANTIZED) {
+            char key[RB_KEY_MAX];
+            if (rb_key_make(key, sizeof key, "leak", pk, "real_victim_p99_us") == 0)
+              rb_target(ctx, key, 4000, "<= one slot frame (4 ms)");
+          }
         }
       }
       lk_trace_free(&tr);
@@ -225,7 +241,8 @@ static void leak_study(rb_ctx *ctx) {
   if (t) {
     fprintf(t, "| policy | S1 bits/window (real) | S2 bits/window (real) | S1 / S2 virtual (max over 4 attackers) "
                "| S1 bit/s (real) | S3 TPR-FPR (virtual; chance) | loss both busy | loss victim idle "
-               "| victim p99 (virtual) | added p99 vs separate |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+               "| victim p99 (virtual) | added p99 vs separate | victim started/posted, S1 / S2 (real) "
+               "| victim p99 (real, S1) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   }
   if (d) fprintf(d, "policy s1_real s2_real s1_virtual s2_virtual loss_busy loss_idle added_p99_ms\n");
   for (int p = 0; p < LK_POLICIES; p++) {
@@ -233,17 +250,23 @@ static void leak_study(rb_ctx *ctx) {
     double added = (r->p99_ns - base_p99) / 1e6;
     rec1(ctx, lk_policy_key(p), "added_p99_us", "us", (r->p99_ns - base_p99) / 1000.0);
     if (t)
-      fprintf(t, "| %s | %.4f | %.4f | %.4f / %.4f | %.1f | %.3f (%.3f) | %.1f%% | %.1f%% | %.1f us | %.2f ms |\n",
+      fprintf(t, "| %s | %.4f | %.4f | %.4f / %.4f | %.1f | %.3f (%.3f) | %.1f%% | %.1f%% | %.1f us | %.2f ms "
+                 "| %llu/%llu / %llu/%llu | %.0f us |\n",
               lk_policy_key(p), r->r_bits[0], r->r_bits[1], r->v_bits[0], r->v_bits[1],
               r->r_bits[0] * 1000, r->youden, r->youden_floor, r->loss_busy * 100,
-              r->loss_idle * 100, r->p99_ns / 1000, added);
+              r->loss_idle * 100, r->p99_ns / 1000, added, (unsigned long long)r->r_done[0],
+              (unsigned long long)r->r_posted[0], (unsigned long long)r->r_done[1],
+              (unsigned long long)r->r_posted[1], r->r_p99_ns / 1000);
     if (d)
       fprintf(d, "%s %.5f %.5f %.5f %.5f %.4f %.4f %.3f\n", lk_policy_key(p), r->r_bits[0],
               r->r_bits[1], r->v_bits[0], r->v_bits[1], r->loss_busy, r->loss_idle, added);
     fprintf(stderr, "  %-17s S1 %.4f S2 %.4f bits/window (virtual %.4f/%.4f), S3 J %.3f, "
-                    "loss %.1f%%/%.1f%%, p99 %.0f us\n",
+                    "loss %.1f%%/%.1f%%, p99 %.0f us; real: victim started %llu/%llu, %llu/%llu, "
+                    "p99 %.0f us\n",
             lk_policy_key(p), r->r_bits[0], r->r_bits[1], r->v_bits[0], r->v_bits[1], r->youden,
-            r->loss_busy * 100, r->loss_idle * 100, r->p99_ns / 1000);
+            r->loss_busy * 100, r->loss_idle * 100, r->p99_ns / 1000,
+            (unsigned long long)r->r_done[0], (unsigned long long)r->r_posted[0],
+            (unsigned long long)r->r_done[1], (unsigned long long)r->r_posted[1], r->r_p99_ns / 1000);
   }
   if (t) fclose(t);
   if (d) fclose(d);
