@@ -131,6 +131,10 @@ typedef struct lk_cost {
   size_t nlat;
 } lk_cost;
 int lk_cost_virtual(int policy, uint64_t seconds_ns, lk_cost *out);
+/* The same two scenarios on a real pool for span_ns each (after a warm-up:
+ * 50 ms, quantized idle 1.1 s); lat_ns is left NULL. Starts and joins its
+ * pool threads; 0 or a negative PTS_E* code. */
+int lk_cost_real(int policy, uint64_t span_ns, lk_cost *out);
 
 /* The analysis of one trace: MI (plug-in, corrected), floor, classifier,
  * Fano bound, bits per second; for S3, Youden's J of keystroke detection. */

@@ -638,3 +638,114 @@ int lk_run_real(const lk_config *c, lk_trace *tr) {
   if (rc == 0) lk_observe(tr, LK_CHAIN);
   return rc;
 }
+
+/* ---- costs on the real clock ----
+ * The virtual costs' two scenarios on a real pool (policy as in
+ * lk_run_real): 20 us chain tasks spinning in real time, counted by the
+ * harness; the idle victim gets one 200 us user-blocking task per 20 ms,
+ * posted by the harness. Quantized: the idle scenario warms up 1.1 s, so the
+ * victim's level drops to low at the first epoch boundary. */
+
+typedef struct rchain {
+  pts_agent *agent;
+  pts_scheduler *s;           /* pool thread only */
+  _Atomic uint64_t done;      /* read by the harness */
+  _Atomic bool stop;
+} rchain;
+
+static void rchain_task(void *data, int status) {
+  rchain *c = data;
+  if (status != 0 || atomic_load_explicit(&c->stop, memory_order_relaxed)) return;
+  spin_ns(COST_TASK_NS);
+  atomic_fetch_add_explicit(&c->done, 1, memory_order_relaxed);
+  pts_post_options o = PTS_POST_OPTIONS_INIT;
+  o.priority = PTS_PRIORITY_USER_VISIBLE;
+  (void)pts_scheduler_post(c->s, rchain_task, c, &o);
+}
+
+static pts_value rchain_kick(void *data, int status) {
+  rchain *c = data;
+  if (status == 0) {
+    c->s = pts_global_scheduler(pts_loop_default_global(pts_agent_loop(c->agent)));
+    rchain_task(c, 0);
+  }
+  return pts_undefined();
+}
+
+int lk_cost_real(int policy, uint64_t span_ns, lk_cost *out) {
+  if (out == NULL || (unsigned)policy >= LK_POLICIES) return PTS_EINVAL;
+  memset(out, 0, sizeof *out);
+  bool sep = policy == LK_SEPARATE;
+  int rc = 0;
+  for (int scen = 0; scen < 2 && rc == 0; scen++) {
+    pts_pool *pool = NULL;
+    pts_pool_options po = {sep ? 2u : 1u, sep ? PTS_POLICY_ROUND_ROBIN : (pts_policy)policy, 1, 0};
+    rc = pts__pool_new_ext(&po, NULL, &pool);
+    if (rc != 0) return rc;
+    pts_agent *ag[2] = {NULL, NULL};
+    for (int i = 0; i < 2 && rc == 0; i++) {
+      pts_agent_options ao = PTS_AGENT_OPTIONS_INIT;
+      ao.origin = i ? "victim" : "attacker";
+      ao.thread = sep ? (unsigned)i : 0;
+      rc = pts_agent_new(pool, &ao, &ag[i]);
+    }
+    rchain *c = calloc(2, sizeof *c);
+    victim *v = calloc(1, sizeof *v);
+    lk_trace tr;
+    memset(&tr, 0, sizeof tr);
+    uint64_t warm = policy == PTS__POLICY_QUANTIZED && scen == 1 ? 1100000000u : 50000000u;
+    tr.caplat = (span_ns + warm) / IDLE_PERIOD_NS + 16;
+    tr.lat_ns = malloc(tr.caplat * sizeof *tr.lat_ns);
+    if (rc == 0 && (c == NULL || v == NULL || tr.lat_ns == NULL)) rc = PTS_ENOMEM;
+    if (rc == 0) {
+      *v = (victim){&real_env, &tr, 0, 0, 0};
+      for (int i = 0; i < (scen == 0 ? 2 : 1) && rc == 0; i++) {
+        c[i].agent = ag[i];
+        rc = pts_agent_post_task(ag[i], NULL, rchain_kick, &c[i], NULL, NULL, NULL);
+      }
+      uint64_t start = mono_ns(), t0 = start + warm, t1 = t0 + span_ns;
+      uint64_t a0 = 0, v0 = 0, d0 = 0;
+      bool marked = false;
+      for (uint64_t at = start; rc == 0; at += scen == 1 ? IDLE_PERIOD_NS : span_ns) {
+        if (!marked && at >= t0) {
+          sleep_until(t0);
+          a0 = atomic_load(&c[0].done);
+          v0 = atomic_load(&c[1].done);
+          d0 = atomic_load(&v->done);
+          marked = true;
+        }
+        if (at >= t1) break;
+        sleep_until(at);
+        if (scen == 0) continue;
+        vtask *t = malloc(sizeof *t);
+        if (t == NULL) {
+          rc = PTS_ENOMEM;
+          break;
+        }
+        *t = (vtask){v, mono_ns(), LK_VICTIM_TASK_NS, at >= t0};
+        pts_agent_post_options o = PTS_AGENT_POST_OPTIONS_INIT;
+        o.priority = PTS_PRIORITY_USER_BLOCKING;
+        if (pts_agent_post_task(ag[1], &o, real_victim, t, NULL, NULL, NULL) != 0) free(t);
+      }
+      sleep_until(t1);
+      double aw = (double)(atomic_load(&c[0].done) - a0) * COST_TASK_NS;
+      double vw = (double)(atomic_load(&c[1].done) - v0) * COST_TASK_NS;
+      double vb = (double)(atomic_load(&v->done) - d0) * LK_VICTIM_TASK_NS;
+      for (int i = 0; i < 2; i++) atomic_store(&c[i].stop, true);
+      for (int i = 0; i < 2; i++) (void)pts_agent_drain(ag[i]);
+      if (scen == 0) {
+        out->loss_busy = sep ? 1 - (aw + vw) / (2.0 * span_ns) : 1 - (aw + vw) / span_ns;
+      } else {
+        out->loss_idle = sep ? 1 - aw / span_ns : 1 - aw / ((double)span_ns - vb);
+        qsort(tr.lat_ns, tr.nlat, sizeof *tr.lat_ns, cmp_d);
+        out->p99_ns = tr.nlat ? tr.lat_ns[(size_t)ceil(0.99 * tr.nlat) - 1] : 0;
+      }
+    }
+    pts_pool_shutdown(pool);
+    for (int i = 0; i < 2; i++) pts_agent_unref(ag[i]);
+    free(c);
+    free(v);
+    free(tr.lat_ns);
+  }
+  return rc;
+}

@@ -28,6 +28,8 @@ typedef struct row {
   double v_bits[2], v_floor_max[2], r_bits[2], r_floor[2], r_acc[2], r_fano[2];
   double v_acc[2], youden, youden_floor;
   double loss_busy, loss_idle, p99_ns, r_p99_ns;
+  double rl_busy, rl_idle, rl_p99_ns; /* costs on the real clock */
+  bool rl_ok;
   uint64_t r_posted[2], r_done[2];
   bool real_ok;
 } row;
@@ -70,7 +72,7 @@ static void write_gaps(rb_ctx *ctx, int p, const lk_trace *tr, const char *mode)
 
 static void leak_study(rb_ctx *ctx) {
   double scale = ctx->opt.quick ? 0.25 : (double)ctx->runs / RB_DEFAULT_RUNS;
-  uint32_t vwin = (uint32_t)(1000 * scale), rwin = (uint32_t)(1000 * scale);
+  uint32_t vwin = (uint32_t)(1000 * scale), rwin = (uint32_t)(700 * scale);
   uint32_t s3win = (uint32_t)(10000 * scale);
   if (vwin < 200) vwin = 200;
   if (rwin < 200) rwin = 200;
@@ -234,6 +236,23 @@ static void leak_study(rb_ctx *ctx) {
   }
   if (csv) fclose(csv);
 
+  /* 2b. Costs on the real clock (0.4 s per scenario: a rough figure; the
+   * idle p99 rests on ~20 tasks; --runs scales it). */
+  for (int p = 0; p < LK_POLICIES; p++) {
+    lk_cost co;
+    rb_progress(ctx, "real clock costs: %s", lk_policy_key(p));
+    if (lk_cost_real(p, (uint64_t)(400000000 * scale), &co) != 0) {
+      rb_unavailable_add(ctx, "leak real cost", "%s failed", lk_policy_key(p));
+      continue;
+    }
+    rows[p].rl_ok = true;
+    rows[p].rl_busy = co.loss_busy;
+    rows[p].rl_idle = co.loss_idle;
+    rows[p].rl_p99_ns = co.p99_ns;
+    rec1(ctx, lk_policy_key(p), "real_throughput_loss_busy", "fraction", co.loss_busy);
+    rec1(ctx, lk_policy_key(p), "real_throughput_loss_idle", "fraction", co.loss_idle);
+  }
+
   /* 3. The table and the plot data. */
   double base_p99 = rows[LK_SEPARATE].p99_ns;
   FILE *t = rb_data_open(ctx, "leak_table.md");
@@ -242,31 +261,37 @@ static void leak_study(rb_ctx *ctx) {
     fprintf(t, "| policy | S1 bits/window (real) | S2 bits/window (real) | S1 / S2 virtual (max over 4 attackers) "
                "| S1 bit/s (real) | S3 TPR-FPR (virtual; chance) | loss both busy | loss victim idle "
                "| victim p99 (virtual) | added p99 vs separate | victim started/posted, S1 / S2 (real) "
-               "| victim p99 (real, S1) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+               "| victim p99 (real, S1) | real: loss both busy | real: loss victim idle | real: added p99 |\n"
+               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   }
   if (d) fprintf(d, "policy s1_real s2_real s1_virtual s2_virtual loss_busy loss_idle added_p99_ms\n");
   for (int p = 0; p < LK_POLICIES; p++) {
     row *r = &rows[p];
     double added = (r->p99_ns - base_p99) / 1e6;
     rec1(ctx, lk_policy_key(p), "added_p99_us", "us", (r->p99_ns - base_p99) / 1000.0);
+    double radded = (r->rl_p99_ns - rows[LK_SEPARATE].rl_p99_ns) / 1e6;
+    if (r->rl_ok && rows[LK_SEPARATE].rl_ok)
+      rec1(ctx, lk_policy_key(p), "real_added_p99_us", "us", radded * 1000);
     if (t)
       fprintf(t, "| %s | %.4f | %.4f | %.4f / %.4f | %.1f | %.3f (%.3f) | %.1f%% | %.1f%% | %.1f us | %.2f ms "
-                 "| %llu/%llu / %llu/%llu | %.0f us |\n",
+                 "| %llu/%llu / %llu/%llu | %.0f us | %.1f%% | %.1f%% | %.2f ms |\n",
               lk_policy_key(p), r->r_bits[0], r->r_bits[1], r->v_bits[0], r->v_bits[1],
               r->r_bits[0] * 1000, r->youden, r->youden_floor, r->loss_busy * 100,
               r->loss_idle * 100, r->p99_ns / 1000, added, (unsigned long long)r->r_done[0],
               (unsigned long long)r->r_posted[0], (unsigned long long)r->r_done[1],
-              (unsigned long long)r->r_posted[1], r->r_p99_ns / 1000);
+              (unsigned long long)r->r_posted[1], r->r_p99_ns / 1000, r->rl_busy * 100,
+              r->rl_idle * 100, radded);
     if (d)
       fprintf(d, "%s %.5f %.5f %.5f %.5f %.4f %.4f %.3f\n", lk_policy_key(p), r->r_bits[0],
               r->r_bits[1], r->v_bits[0], r->v_bits[1], r->loss_busy, r->loss_idle, added);
     fprintf(stderr, "  %-17s S1 %.4f S2 %.4f bits/window (virtual %.4f/%.4f), S3 J %.3f, "
                     "loss %.1f%%/%.1f%%, p99 %.0f us; real: victim started %llu/%llu, %llu/%llu, "
-                    "p99 %.0f us\n",
+                    "p99 %.0f us; real costs %.1f%%/%.1f%%, added p99 %.2f ms\n",
             lk_policy_key(p), r->r_bits[0], r->r_bits[1], r->v_bits[0], r->v_bits[1], r->youden,
             r->loss_busy * 100, r->loss_idle * 100, r->p99_ns / 1000,
             (unsigned long long)r->r_done[0], (unsigned long long)r->r_posted[0],
-            (unsigned long long)r->r_done[1], (unsigned long long)r->r_posted[1], r->r_p99_ns / 1000);
+            (unsigned long long)r->r_done[1], (unsigned long long)r->r_posted[1], r->r_p99_ns / 1000,
+            r->rl_busy * 100, r->rl_idle * 100, radded);
   }
   if (t) fclose(t);
   if (d) fclose(d);
