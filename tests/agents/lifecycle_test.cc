@@ -77,9 +77,7 @@ void post_inner_promise(void *data, int status) {
 }
 
 TEST_F(LifecycleTest, DestroyWithPendingWorkReleasesEverything) {
-  pts_pool_options o = pool_opts(2, PTS_POLICY_STRICT);
-  pts_pool *p;
-  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_pool *p = NewPool(2, PTS_POLICY_STRICT);
   pts_agent *a, *other;
   pts_agent_options ao = agent_opts("a", 0);
   ASSERT_EQ(0, pts_agent_new(p, &ao, &a));
@@ -166,9 +164,7 @@ void destroy_self(void *data, int status) {
 }
 
 TEST_F(LifecycleTest, DestroyFromOwnTask) {
-  pts_pool_options o = pool_opts(1, PTS_POLICY_ROUND_ROBIN);
-  pts_pool *p;
-  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_pool *p = NewPool(1, PTS_POLICY_ROUND_ROBIN);
   pts_agent *a;
   ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
   SelfDestroy s;
@@ -193,9 +189,7 @@ TEST_F(LifecycleTest, DestroyFromOwnTask) {
 }
 
 TEST_F(LifecycleTest, ShutdownWithAgentsAndPendingWork) {
-  pts_pool_options o = pool_opts(2, PTS_POLICY_FAIR);
-  pts_pool *p;
-  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_pool *p = NewPool(2, PTS_POLICY_FAIR);
   std::vector<pts_agent *> agents(6);
   for (auto &a : agents) ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
   Calls c;
@@ -221,9 +215,7 @@ TEST_F(LifecycleTest, ShutdownWithAgentsAndPendingWork) {
 }
 
 TEST_F(LifecycleTest, ShutdownOrDestroyWaitFromPoolThreadIsBusy) {
-  pts_pool_options o = pool_opts(1, PTS_POLICY_STRICT);
-  pts_pool *p;
-  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
   pts_agent *a, *b;
   ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
   ASSERT_EQ(0, pts_agent_new(p, nullptr, &b));  // same (only) thread
@@ -261,9 +253,7 @@ void one_ms(void *data, int status) {
 }
 
 TEST_F(LifecycleTest, DrainWaitsForRunnableWorkNotTimers) {
-  pts_pool_options o = pool_opts(2, PTS_POLICY_ROUND_ROBIN);
-  pts_pool *p;
-  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_pool *p = NewPool(2, PTS_POLICY_ROUND_ROBIN);
   pts_agent *a;
   ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
   Sleeper s;
@@ -286,9 +276,7 @@ TEST_F(LifecycleTest, DrainWaitsForRunnableWorkNotTimers) {
 }
 
 TEST_F(LifecycleTest, LongCallbackDoesNotStopOtherThread) {
-  pts_pool_options o = pool_opts(2, PTS_POLICY_STRICT);
-  pts_pool *p;
-  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_pool *p = NewPool(2, PTS_POLICY_STRICT);
   pts_agent *slow, *fast;
   pts_agent_options ao = agent_opts("slow", 0);
   ASSERT_EQ(0, pts_agent_new(p, &ao, &slow));
@@ -310,9 +298,7 @@ TEST_F(LifecycleTest, LongCallbackDoesNotStopOtherThread) {
 }
 
 TEST_F(LifecycleTest, ManyAgentsComeAndGo) {
-  pts_pool_options o = pool_opts(2, PTS_POLICY_RANDOMIZED, 7);
-  pts_pool *p;
-  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_pool *p = NewPool(2, PTS_POLICY_RANDOMIZED, 7);
   Calls c;
   std::vector<pts_agent *> keep;
   for (int round = 0; round < 5; round++) {

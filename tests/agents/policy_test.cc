@@ -235,9 +235,7 @@ TEST_F(PolicyTest, TimePartitionedKeepsSlotsWhateverTheNeighbourDoes) {
   const uint64_t slot = 5000000;  // 5 ms
   // A step decided just before a boundary starts its callback a little after.
   const uint64_t tol = under_tsan() ? 1500000 : 500000;
-  pts_pool_options o = pool_opts(1, PTS_POLICY_TIME_PARTITIONED, 1, slot);
-  pts_pool *p;
-  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_pool *p = NewPool(1, PTS_POLICY_TIME_PARTITIONED, 1, slot);
   pts_agent *a, *b;
   ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));  // slot 0
   ASSERT_EQ(0, pts_agent_new(p, nullptr, &b));  // slot 1

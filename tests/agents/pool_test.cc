@@ -37,9 +37,7 @@ TEST_F(PoolTest, PoolOptionsChecked) {
 
 // Placement rule of agents.h.
 TEST_F(PoolTest, OneOriginPerThreadThenFewestAgents) {
-  pts_pool_options o = pool_opts(3, PTS_POLICY_STRICT);
-  pts_pool *p;
-  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_pool *p = NewPool(3, PTS_POLICY_STRICT);
   pts_agent_options ao;
   pts_agent *a1, *b1, *c1, *a2, *d1, *e1;
   ao = agent_opts("https://a.example");
@@ -82,9 +80,7 @@ TEST_F(PoolTest, OneOriginPerThreadThenFewestAgents) {
 }
 
 TEST_F(PoolTest, ExplicitAndAnonymousPlacement) {
-  pts_pool_options o = pool_opts(2, PTS_POLICY_ROUND_ROBIN);
-  pts_pool *p;
-  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_pool *p = NewPool(2, PTS_POLICY_ROUND_ROBIN);
   pts_agent_options ao = agent_opts("x", 1);
   pts_agent *x, *y, *n1, *n2;
   ASSERT_EQ(0, pts_agent_new(p, &ao, &x));
@@ -132,9 +128,7 @@ void probe_done(void *data, int status, pts_value v) {
 }
 
 TEST_F(PoolTest, PostTaskResultOnAgentThread) {
-  pts_pool_options o = pool_opts(2, PTS_POLICY_STRICT);
-  pts_pool *p;
-  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_pool *p = NewPool(2, PTS_POLICY_STRICT);
   pts_agent *a;
   ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
   ThreadProbe t;
@@ -156,9 +150,7 @@ void record_thread(void *data, int status) {
 }
 
 TEST_F(PoolTest, ResultDeliveredOnReplyToLoop) {
-  pts_pool_options o = pool_opts(2, PTS_POLICY_STRICT);
-  pts_pool *p;
-  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_pool *p = NewPool(2, PTS_POLICY_STRICT);
   pts_agent_options ao = agent_opts("a", 0);
   pts_agent *a, *b;
   ASSERT_EQ(0, pts_agent_new(p, &ao, &a));
@@ -200,9 +192,7 @@ pts_value return_settled_promise(void *data, int status) {
 }
 
 TEST_F(PoolTest, ErrorResultAndPromiseAdoption) {
-  pts_pool_options o = pool_opts(1, PTS_POLICY_STRICT);
-  pts_pool *p;
-  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
   pts_agent *a;
   ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
   Result r1, r2;
@@ -224,9 +214,7 @@ pts_value never_called(void *data, int) {
 }
 
 TEST_F(PoolTest, BadOptionsFailAtTheCall) {
-  pts_pool_options o = pool_opts(2, PTS_POLICY_STRICT);
-  pts_pool *p;
-  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_pool *p = NewPool(2, PTS_POLICY_STRICT);
   pts_agent *a, *b;
   ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
   ASSERT_EQ(0, pts_agent_new(p, nullptr, &b));
@@ -286,9 +274,7 @@ void source_task(void *data, int status) {
 
 // Ordinary task sources from any thread: input runs before messages.
 TEST_F(PoolTest, QueueTaskOnSources) {
-  pts_pool_options o = pool_opts(1, PTS_POLICY_STRICT);
-  pts_pool *p;
-  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
   pts_agent *a;
   ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
   Blocker blk;
@@ -319,9 +305,7 @@ void count_done(void *data, int status) {
 }
 
 TEST_F(PoolTest, RemoteControllerAbortsAndReprioritises) {
-  pts_pool_options o = pool_opts(2, PTS_POLICY_STRICT);
-  pts_pool *p;
-  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_pool *p = NewPool(2, PTS_POLICY_STRICT);
   pts_agent *a;
   ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
   pts_remote_controller *tc, *ac;
@@ -378,9 +362,7 @@ void make_rc_in_task(void *data, int status) {
 }
 
 TEST_F(PoolTest, RemoteControllerCreatedInsideTask) {
-  pts_pool_options o = pool_opts(1, PTS_POLICY_STRICT);
-  pts_pool *p;
-  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
   pts_agent *a;
   ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
   SyncRc s;
@@ -401,9 +383,7 @@ TEST_F(PoolTest, RemoteControllerCreatedInsideTask) {
 }
 
 TEST_F(PoolTest, StatisticsCountTasksDelaysAndInbox) {
-  pts_pool_options o = pool_opts(1, PTS_POLICY_ROUND_ROBIN);
-  pts_pool *p;
-  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_pool *p = NewPool(1, PTS_POLICY_ROUND_ROBIN);
   pts_agent *a;
   ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
   Blocker blk;

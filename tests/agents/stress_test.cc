@@ -108,9 +108,7 @@ TEST_F(StressTest, CrossThreadAbortsRaceTaskStarts) {
   // Long run: one controller per task, so about 1,050,000 aborts race starts.
   const size_t n = stress_long() ? 1200000 : total_posts(12000);
   const size_t per_controller = stress_long() ? 1 : 4;
-  pts_pool_options o = pool_opts(2, PTS_POLICY_STRICT);
-  pts_pool *p;
-  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_pool *p = NewPool(2, PTS_POLICY_STRICT);
   pts_agent_options ao = agent_opts("target", 0);
   pts_agent *target;
   ASSERT_EQ(0, pts_agent_new(p, &ao, &target));
@@ -228,9 +226,7 @@ pts_value fifo_cb(void *data, int status) {
 // to one target; each producer's tasks run in its posting order.
 TEST_F(StressTest, PerProducerFifo) {
   const size_t per = total_posts(8000) / 2;
-  pts_pool_options o = pool_opts(2, PTS_POLICY_ROUND_ROBIN);
-  pts_pool *p;
-  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  pts_pool *p = NewPool(2, PTS_POLICY_ROUND_ROBIN);
   pts_agent_options ao = agent_opts("target", 0);
   pts_agent *target, *src;
   ASSERT_EQ(0, pts_agent_new(p, &ao, &target));

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <thread>
@@ -91,6 +92,18 @@ class AgentsTest : public ::testing::Test {
     EXPECT_EQ(controllers_, pts__controller_live_count()) << "controller leaked";
     EXPECT_EQ(signals_, pts__signal_live_count()) << "signal leaked";
     EXPECT_EQ(states_, pts__sched_live_states()) << "scheduling state leaked";
+  }
+  // A pool with these options; a test cannot go on without one.
+  static pts_pool *NewPool(unsigned threads, pts_policy policy, uint64_t seed = 1,
+                           uint64_t slot_ns = 0) {
+    pts_pool_options o = pool_opts(threads, policy, seed, slot_ns);
+    pts_pool *p = nullptr;
+    int rc = pts_pool_new(&o, &p);
+    if (rc != 0) {
+      std::fprintf(stderr, "pts_pool_new: %s\n", pts_strerror(rc));
+      std::abort();
+    }
+    return p;
   }
   size_t controllers_ = 0, signals_ = 0;
   uint64_t states_ = 0;

@@ -57,6 +57,45 @@ TEST_F(YieldAbort, YieldAbortedInASeparateTask) {
   EXPECT_TRUE(Fulfilled(task));
 }
 
+// The ways both *-across-settled-promises.any.js files reach the code under
+// test (k) after a promise: directly, or behind a pending promise resolved in
+// a microtask, an await of a settled promise, of a non-promise, a then on a
+// settled promise, a chained then, an await of a thenable.
+enum class Via { kDirect, kPending, kAwaitSettled, kAwaitNonPromise, kThenSettled, kChainedThen, kAwaitThenable };
+
+pts_value Through(SchedTest *t, Via via, const std::function<pts_value()> &k) {
+  ReactFn then_k = [k](pts_value) { return k(); };
+  pts_promise *p = nullptr;
+  switch (via) {
+    case Via::kDirect:
+      return k();
+    case Via::kPending:
+      p = t->NewPromise();
+      pts_promise_ref(p);
+      t->QueueMicrotask([p](int) {
+        pts_promise_resolve(p, pts_undefined());
+        pts_promise_unref(p);
+      });
+      break;
+    case Via::kAwaitSettled:
+    case Via::kThenSettled:
+      p = t->Resolved();
+      break;
+    case Via::kAwaitNonPromise:  // await null: wrapped in a resolved promise
+      p = t->NewPromise();
+      pts_promise_resolve(p, pts_ptr(nullptr));
+      break;
+    case Via::kChainedThen:
+      p = t->Then(t->Resolved(), [](pts_value) { return Undef(); });
+      break;
+    case Via::kAwaitThenable:
+      p = t->NewPromise();
+      pts_promise_resolve(p, pts_promise_value(t->Resolved()));
+      break;
+  }
+  return pts_promise_value(t->Then(p, then_k));
+}
+
 // ---- yield-inherit-abort-across-settled-promises.any.js ----
 class YieldInheritAbortAcrossSettledPromises : public SchedTest {
  protected:
@@ -82,57 +121,34 @@ class YieldInheritAbortAcrossSettledPromises : public SchedTest {
     EXPECT_TRUE(RejectedWith(yp, PTS_EABORT));
     EXPECT_TRUE(Fulfilled(task));
   }
-  ReactFn ThenYieldThenAbort() {
-    return [this](pts_value) { return YieldThenAbort(); };
-  }
 };
 
 TEST_F(YieldInheritAbortAcrossSettledPromises, NoInterveningPromise) {
-  RunTest([this] { return YieldThenAbort(); });
+  RunTest([this] { return Through(this, Via::kDirect, [this] { return YieldThenAbort(); }); });
 }
 
 TEST_F(YieldInheritAbortAcrossSettledPromises, AcrossAPendingPromise) {
-  RunTest([this] {
-    pts_promise *p = NewPromise();
-    pts_promise_ref(p);
-    QueueMicrotask([p](int) {
-      pts_promise_resolve(p, pts_undefined());
-      pts_promise_unref(p);
-    });
-    return pts_promise_value(Then(p, ThenYieldThenAbort()));
-  });
+  RunTest([this] { return Through(this, Via::kPending, [this] { return YieldThenAbort(); }); });
 }
 
 TEST_F(YieldInheritAbortAcrossSettledPromises, AcrossAnAwaitOfASettledPromise) {
-  RunTest([this] { return pts_promise_value(Then(Resolved(), ThenYieldThenAbort())); });
+  RunTest([this] { return Through(this, Via::kAwaitSettled, [this] { return YieldThenAbort(); }); });
 }
 
 TEST_F(YieldInheritAbortAcrossSettledPromises, AcrossAnAwaitOfANonPromise) {
-  // await null: the value is wrapped in a resolved promise first.
-  RunTest([this] {
-    pts_promise *p = NewPromise();
-    pts_promise_resolve(p, pts_ptr(nullptr));
-    return pts_promise_value(Then(p, ThenYieldThenAbort()));
-  });
+  RunTest([this] { return Through(this, Via::kAwaitNonPromise, [this] { return YieldThenAbort(); }); });
 }
 
 TEST_F(YieldInheritAbortAcrossSettledPromises, InThenOnASettledPromise) {
-  RunTest([this] { return pts_promise_value(Then(Resolved(), ThenYieldThenAbort())); });
+  RunTest([this] { return Through(this, Via::kThenSettled, [this] { return YieldThenAbort(); }); });
 }
 
 TEST_F(YieldInheritAbortAcrossSettledPromises, InAChainedThenOnASettledPromise) {
-  RunTest([this] {
-    pts_promise *p = Then(Resolved(), [](pts_value) { return Undef(); });
-    return pts_promise_value(Then(p, ThenYieldThenAbort()));
-  });
+  RunTest([this] { return Through(this, Via::kChainedThen, [this] { return YieldThenAbort(); }); });
 }
 
 TEST_F(YieldInheritAbortAcrossSettledPromises, AcrossAnAwaitOfAThenable) {
-  RunTest([this] {
-    pts_promise *p = NewPromise();
-    pts_promise_resolve(p, pts_promise_value(Resolved()));
-    return pts_promise_value(Then(p, ThenYieldThenAbort()));
-  });
+  RunTest([this] { return Through(this, Via::kAwaitThenable, [this] { return YieldThenAbort(); }); });
 }
 
 // ---- yield-inherit-across-settled-promises.any.js ----
@@ -160,50 +176,31 @@ class YieldInheritAcrossSettledPromises : public SchedTest {
 };
 
 TEST_F(YieldInheritAcrossSettledPromises, NoInterveningPromise) {
-  RunTest([this] { return Race(); });
+  RunTest([this] { return Through(this, Via::kDirect, [this] { return Race(); }); });
 }
 
 TEST_F(YieldInheritAcrossSettledPromises, AcrossAPendingPromise) {
-  RunTest([this] {
-    pts_promise *p = NewPromise();
-    pts_promise_ref(p);
-    QueueMicrotask([p](int) {
-      pts_promise_resolve(p, pts_undefined());
-      pts_promise_unref(p);
-    });
-    return pts_promise_value(Then(p, ThenRace()));
-  });
+  RunTest([this] { return Through(this, Via::kPending, [this] { return Race(); }); });
 }
 
 TEST_F(YieldInheritAcrossSettledPromises, AcrossAnAwaitOfASettledPromise) {
-  RunTest([this] { return pts_promise_value(Then(Resolved(), ThenRace())); });
+  RunTest([this] { return Through(this, Via::kAwaitSettled, [this] { return Race(); }); });
 }
 
 TEST_F(YieldInheritAcrossSettledPromises, AcrossAnAwaitOfANonPromise) {
-  RunTest([this] {
-    pts_promise *p = NewPromise();
-    pts_promise_resolve(p, pts_ptr(nullptr));
-    return pts_promise_value(Then(p, ThenRace()));
-  });
+  RunTest([this] { return Through(this, Via::kAwaitNonPromise, [this] { return Race(); }); });
 }
 
 TEST_F(YieldInheritAcrossSettledPromises, InThenOnASettledPromise) {
-  RunTest([this] { return pts_promise_value(Then(Resolved(), ThenRace())); });
+  RunTest([this] { return Through(this, Via::kThenSettled, [this] { return Race(); }); });
 }
 
 TEST_F(YieldInheritAcrossSettledPromises, InAChainedThenOnASettledPromise) {
-  RunTest([this] {
-    pts_promise *p = Then(Resolved(), [](pts_value) { return Undef(); });
-    return pts_promise_value(Then(p, ThenRace()));
-  });
+  RunTest([this] { return Through(this, Via::kChainedThen, [this] { return Race(); }); });
 }
 
 TEST_F(YieldInheritAcrossSettledPromises, AcrossAnAwaitOfAThenable) {
-  RunTest([this] {
-    pts_promise *p = NewPromise();
-    pts_promise_resolve(p, pts_promise_value(Resolved()));
-    return pts_promise_value(Then(p, ThenRace()));
-  });
+  RunTest([this] { return Through(this, Via::kAwaitThenable, [this] { return Race(); }); });
 }
 
 TEST_F(YieldInheritAcrossSettledPromises, AcrossAPromiseResolvedWithAThenable) {
