@@ -125,10 +125,17 @@ struct pts_agent {
   _Atomic uint64_t st_posts_enqueued, st_posts_rejected;
 
   /* Owner, quantized policy (agents/study.h): CPU time used in the current
-   * epoch, the step guard (current and previous epoch's longest step) and
-   * the level (true: high). */
-  uint64_t q_busy, q_guard, q_guard_next;
+   * epoch, the level (true: high), and the step guard: the last epoch's
+   * (q_guard_prev) and the current epoch's so far (q_guard), each the 95th
+   * percentile of the epoch's step lengths read from q_hist (step counts
+   * in log buckets, PTS__Q_HIST_BUCKETS; q_hist_max: the longest step of
+   * each, ns), with q_steps steps in it and q_above of them longer than
+   * q_guard. */
+  uint64_t q_busy, q_guard, q_guard_prev;
+  uint32_t q_steps, q_above;
   bool q_high, q_known;
+  bool q_stale; /* a poll deferred to the agent's own slot (study.h) */
+  uint32_t q_hist[PTS__Q_HIST_BUCKETS], q_hist_max[PTS__Q_HIST_BUCKETS];
 };
 
 struct pts__worker {
@@ -154,8 +161,9 @@ struct pts__worker {
   uint64_t rng[4];   /* randomized: xoshiro256** state */
   uint64_t frame_origin; /* time-partitioned: start of slot 0 */
   /* Quantized: the slot table of the current epoch (slot j of a frame
-   * belongs to agents[q_table[j]]), its length, and the epoch's end. */
-  uint32_t q_table[PTS__Q_MAX_SLOTS];
+   * belongs to agents[q_table[j]]; q_run[j]: how many slots from j on,
+   * wrapping, belong to that agent), its length, and the epoch's end. */
+  uint32_t q_table[PTS__Q_MAX_SLOTS], q_run[PTS__Q_MAX_SLOTS];
   uint32_t q_len;
   uint64_t q_epoch_end;
 

@@ -259,6 +259,7 @@ static void drainers_complete(pts_agent *a, int status) {
 
 /* Polls the agent's loop (inbox, due timers) and files it where it belongs. */
 static void refresh(pts__worker *w, pts_agent *a, bool ran, uint64_t cpu_ns) {
+  a->q_stale = false;
   uint64_t depth =
       atomic_load_explicit(&a->posted, memory_order_relaxed) - a->applied;
   if (depth > atomic_load_explicit(&a->st_inbox_max, memory_order_relaxed) &&
@@ -398,8 +399,19 @@ static bool drain_control(pts__worker *w) {
   return false;
 }
 
+/* Quantized: whether a's poll waits for its own slot (study.h): true when
+ * the slot at now belongs to another agent. */
+static bool quant_defer(pts__worker *w, pts_agent *a, uint64_t now) {
+  if (w->pool->opts.policy != PTS__POLICY_QUANTIZED) return false;
+  pts_agent *owner = pts__quant_owner(w, now);
+  if (owner == NULL || owner == a) return false;
+  a->q_stale = true;
+  return true;
+}
+
 static void drain_signaled(pts__worker *w) {
   pts__mpsc_node *n;
+  uint64_t now = 0;
   while ((n = pts__mpsc_pop(&w->signaled)) != NULL) {
     pts_agent *a = container_of(n, pts_agent, sig_node);
     /* Wake protocol step 3: off the queue first, then clear, then poll. */
@@ -408,7 +420,9 @@ static void drain_signaled(pts__worker *w) {
       if (a->unref_on_pop) pts_agent_unref(a);
       continue;
     }
-    if (a->attached) refresh(w, a, false, 0);
+    if (!a->attached) continue;
+    if (now == 0 && w->pool->opts.policy == PTS__POLICY_QUANTIZED) now = pts__now_ns();
+    if (!quant_defer(w, a, now)) refresh(w, a, false, 0);
   }
 }
 
@@ -426,7 +440,12 @@ static void fire_timers(pts__worker *w, uint64_t now) {
   while (due != NULL) {
     pts_agent *a = due;
     due = a->due_next;
-    refresh(w, a, false, 0);
+    if (!quant_defer(w, a, now)) refresh(w, a, false, 0);
+  }
+  /* Quantized: the slot's owner gets the polls it was denied. */
+  if (w->pool->opts.policy == PTS__POLICY_QUANTIZED) {
+    pts_agent *owner = pts__quant_owner(w, now);
+    if (owner != NULL && owner->q_stale) refresh(w, owner, false, 0);
   }
 }
 

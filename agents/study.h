@@ -32,18 +32,31 @@ extern "C" {
  * (with hysteresis). Within an epoch nothing another agent does moves a
  * boundary or fills a slot; across epochs each co-located agent can reveal
  * at most one bit (its level) per epoch. A step starts only if the slot has
- * at least the agent's guard left (the longest step it ran in the current or
- * last epoch, capped at 7/8 of a slot), so steps do not overrun into the next
- * owner's slot unless they are longer than any before. */
-/* On the real clock a step can begin only in the first slot - guard of its
- * slot (31 us with the cap), while a timed park wakes 50-250 us late (timer
- * slack, VM), so the pool thread parks until a little before a boundary
- * whose owner has work and spins to it (pool.c, idle): the owner's step then
- * starts in its slot. pts__quant_owner_ready tells whether the slot starting
- * at t has an owner with work (owner thread of w only). */
+ * at least the agent's guard left before the next owner's slot (the 95th
+ * percentile of its step lengths in the current or the last epoch, capped
+ * at 7/8 of a slot), so steps do not overrun into another agent's slot
+ * unless they are among the agent's longest 1 in 20. A percentile, not the
+ * maximum: on the real clock 1-3% of 20 us steps take 20-60 us longer
+ * (preemption, VM steal) and a maximum would learn those
+ * (docs/security.md, "the guard"). */
+/* On the real clock a step of a long-step agent can begin only in the
+ * first slot - guard of its slot (31 us with the cap), while a timed park
+ * wakes 50-250 us late (timer slack, VM), so the pool thread parks until a
+ * little before a boundary whose owner has work and spins to it (pool.c,
+ * idle): the owner's step then starts in its slot. pts__quant_owner_ready
+ * tells whether the slot starting at t has an owner with work (owner thread
+ * of w only).
+ * Polls wait for the agent's slot: applying an agent's cross-thread
+ * commands or due timers takes the pool thread's time, so a poll in another
+ * agent's slot would take that agent's time (the flood attacker on the real
+ * clock counted it: 0.019 bit/window on S1). The pool marks such an agent
+ * stale (q_stale) and polls it when its own slot begins. */
 #define PTS__POLICY_QUANTIZED PTS_POLICY_COUNT
 #define PTS__POLICY_COUNT_ALL (PTS_POLICY_COUNT + 1)
 #define PTS__Q_MAX_SLOTS 256
+/* Step-length histogram of the guard: 8 buckets per octave from 1 us
+ * (2^10 ns) to 2^26 ns (67 ms); longer steps fall in the last bucket. */
+#define PTS__Q_HIST_BUCKETS 128
 
 typedef struct pts__quant_options {
   uint64_t slot_ns;      /* 0 = 250 us */
@@ -52,7 +65,11 @@ typedef struct pts__quant_options {
 } pts__quant_options;
 
 struct pts__worker;
+struct pts_agent;
 bool pts__quant_owner_ready(const struct pts__worker *w, uint64_t t);
+/* The owner of the slot containing now (NULL: no agent); rolls the epoch
+ * over when now has passed it, as a pick would. Owner thread of w only. */
+struct pts_agent *pts__quant_owner(struct pts__worker *w, uint64_t now);
 
 /* "quantized" for PTS__POLICY_QUANTIZED, else pts_policy_name(policy). */
 const char *pts__policy_name_ext(int policy);
