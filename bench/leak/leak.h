@@ -119,12 +119,13 @@ void lk_observe(lk_trace *tr, lk_attacker a);
 int lk_run_virtual(const lk_config *c, lk_trace *out);
 /* Real clock: a one-thread pool (two threads for LK_SEPARATE) with the
  * attacker and the victim, the calling thread posting the victim's work at
- * window starts. Chain attacker only (the others: PTS_EINVAL). */
+ * window starts. S1 and S2 with any attacker; S3 is virtual-time only
+ * (PTS_EINVAL: enough keystrokes take minutes of real time). */
 int lk_run_real(const lk_config *c, lk_trace *out);
 
 /* Costs in virtual time (20 us tasks): throughput loss with both agents
- * saturated, with the victim mostly idle (one 200 us user-blocking task per
- * 20 ms), and the victim's p99 start delay in the idle case (ns). */
+ * saturated, with the victim mostly idle (one 200 us user-blocking task at
+ * uniform 10-30 ms gaps), and the victim's p99 start delay in the idle case (ns). */
 typedef struct lk_cost {
   double loss_busy, loss_idle, p99_ns;
   double *lat_ns;

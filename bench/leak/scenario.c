@@ -450,6 +450,7 @@ int lk_analyse(const lk_trace *tr, lk_secret s, int shuffles, uint64_t seed, lk_
 /* ---- costs in virtual time ---- */
 
 #define COST_TASK_NS 20000u
+#define COST_PARTS 5 /* real clock: the span is measured in parts */
 #define IDLE_PERIOD_NS 20000000u
 
 typedef struct chain {
@@ -467,14 +468,22 @@ static void chain_task(void *data, int status) {
   (void)pts_scheduler_post(c->s, chain_task, c, &o);
 }
 
+/* The mostly idle victim's next task: 10-30 ms later (20 ms on average),
+ * uniformly, so its arrivals fall at every phase of a policy's frame (a
+ * fixed period would lock onto one phase and measure one wait). */
+static uint64_t idle_gap(uint64_t *rng) {
+  return IDLE_PERIOD_NS / 2 + rng_next(rng) % IDLE_PERIOD_NS;
+}
+
 typedef struct idle_ev {
   victim v;
   pts_scheduler *s;
+  uint64_t rng;
 } idle_ev;
 static uint64_t idle_event(void *ctx, uint64_t now) {
   idle_ev *e = ctx;
   (void)victim_post(&e->v, e->s, now, LK_VICTIM_TASK_NS, PTS_PRIORITY_USER_BLOCKING, true);
-  return now + IDLE_PERIOD_NS;
+  return now + idle_gap(&e->rng);
 }
 
 static int cmp_d(const void *a, const void *b) {
@@ -503,9 +512,9 @@ int lk_cost_virtual(int policy, uint64_t span_ns, lk_cost *out) {
     chain cv = {pts_global_scheduler(pts_loop_default_global(vl)), 0, PTS_PRIORITY_USER_VISIBLE};
     lk_trace tr;
     memset(&tr, 0, sizeof tr);
-    tr.caplat = (span_ns + warm) / IDLE_PERIOD_NS + 16;
+    tr.caplat = (span_ns + warm) / (IDLE_PERIOD_NS / 2) + 16;
     tr.lat_ns = malloc(tr.caplat * sizeof *tr.lat_ns);
-    idle_ev ev = {{&virt_env, &tr, 0, 0, 0}, cv.s};
+    idle_ev ev = {{&virt_env, &tr, 0, 0, 0}, cv.s, 1};
     chain_task(&ca, 0);
     if (scen == 0) chain_task(&cv, 0);
     else pts__vthread_set_events(vth, idle_event, &ev);
@@ -567,7 +576,7 @@ static void sleep_until(uint64_t t) {
 
 int lk_run_real(const lk_config *c, lk_trace *tr) {
   if (c == NULL || tr == NULL || c->windows == 0 || (unsigned)c->policy >= LK_POLICIES ||
-      c->attacker != LK_CHAIN || c->secret == LK_S3)
+      (unsigned)c->attacker >= LK_ATTACKERS || c->secret == LK_S3)
     return PTS_EINVAL;
   int rc = trace_alloc(tr, c->windows, LK_WINDOW_NS / 2000 + 8);
   plan p;
@@ -594,10 +603,11 @@ int lk_run_real(const lk_config *c, lk_trace *tr) {
     *v = (victim){&real_env, tr, 0, 0, 0};
     r->agent = aa;
     r->a.e = &real_env;
-    r->a.kind = LK_CHAIN;
+    r->a.kind = c->attacker;
     r->a.tr = tr;
     r->a.task_ns = LK_ATTACK_TASK_NS;
     uint64_t t0 = mono_ns() + (c->warmup_ns ? c->warmup_ns : 50000000u);
+    t0 -= t0 % LK_COUNTER_TICK_NS; /* windows start on a tick of the coarse clock */
     r->a.origin = t0;
     rc = pts_agent_post_task(aa, NULL, real_kick, r, NULL, NULL, NULL);
     for (uint32_t w = 0; w < c->windows && rc == 0; w++) {
@@ -635,14 +645,14 @@ int lk_run_real(const lk_config *c, lk_trace *tr) {
   free(r);
   free(v);
   plan_free(&p);
-  if (rc == 0) lk_observe(tr, LK_CHAIN);
+  if (rc == 0) lk_observe(tr, c->attacker);
   return rc;
 }
 
 /* ---- costs on the real clock ----
  * The virtual costs' two scenarios on a real pool (policy as in
  * lk_run_real): 20 us chain tasks spinning in real time, counted by the
- * harness; the idle victim gets one 200 us user-blocking task per 20 ms,
+ * harness; the idle victim gets one 200 us user-blocking task every 10-30 ms,
  * posted by the harness. Quantized: the idle scenario warms up 1.1 s, so the
  * victim's level drops to low at the first epoch boundary. */
 
@@ -694,7 +704,7 @@ int lk_cost_real(int policy, uint64_t span_ns, lk_cost *out) {
     lk_trace tr;
     memset(&tr, 0, sizeof tr);
     uint64_t warm = policy == PTS__POLICY_QUANTIZED && scen == 1 ? 1100000000u : 50000000u;
-    tr.caplat = (span_ns + warm) / IDLE_PERIOD_NS + 16;
+    tr.caplat = (span_ns + warm) / (IDLE_PERIOD_NS / 2) + 16;
     tr.lat_ns = malloc(tr.caplat * sizeof *tr.lat_ns);
     if (rc == 0 && (c == NULL || v == NULL || tr.lat_ns == NULL)) rc = PTS_ENOMEM;
     if (rc == 0) {
@@ -703,16 +713,19 @@ int lk_cost_real(int policy, uint64_t span_ns, lk_cost *out) {
         c[i].agent = ag[i];
         rc = pts_agent_post_task(ag[i], NULL, rchain_kick, &c[i], NULL, NULL, NULL);
       }
-      uint64_t start = mono_ns(), t0 = start + warm, t1 = t0 + span_ns;
-      uint64_t a0 = 0, v0 = 0, d0 = 0;
-      bool marked = false;
-      for (uint64_t at = start; rc == 0; at += scen == 1 ? IDLE_PERIOD_NS : span_ns) {
-        if (!marked && at >= t0) {
-          sleep_until(t0);
-          a0 = atomic_load(&c[0].done);
-          v0 = atomic_load(&c[1].done);
-          d0 = atomic_load(&v->done);
-          marked = true;
+      /* The span is read in COST_PARTS parts and the median part's loss is
+       * reported: a burst of preemption or steal (this VM: up to 25%) then
+       * spoils one part, not the figure. */
+      uint64_t start = mono_ns(), t0 = start + warm, part = span_ns / COST_PARTS;
+      uint64_t t1 = t0 + part * COST_PARTS, rng = 1;
+      uint64_t snap[COST_PARTS + 1][3];
+      int m = 0; /* next snapshot */
+      for (uint64_t at = start; rc == 0; at += scen == 1 ? idle_gap(&rng) : part) {
+        for (; m <= COST_PARTS && at >= t0 + (uint64_t)m * part; m++) {
+          sleep_until(t0 + (uint64_t)m * part);
+          snap[m][0] = atomic_load(&c[0].done);
+          snap[m][1] = atomic_load(&c[1].done);
+          snap[m][2] = atomic_load(&v->done);
         }
         if (at >= t1) break;
         sleep_until(at);
@@ -727,16 +740,23 @@ int lk_cost_real(int policy, uint64_t span_ns, lk_cost *out) {
         o.priority = PTS_PRIORITY_USER_BLOCKING;
         if (pts_agent_post_task(ag[1], &o, real_victim, t, NULL, NULL, NULL) != 0) free(t);
       }
-      sleep_until(t1);
-      double aw = (double)(atomic_load(&c[0].done) - a0) * COST_TASK_NS;
-      double vw = (double)(atomic_load(&c[1].done) - v0) * COST_TASK_NS;
-      double vb = (double)(atomic_load(&v->done) - d0) * LK_VICTIM_TASK_NS;
       for (int i = 0; i < 2; i++) atomic_store(&c[i].stop, true);
       for (int i = 0; i < 2; i++) (void)pts_agent_drain(ag[i]);
-      if (scen == 0) {
-        out->loss_busy = sep ? 1 - (aw + vw) / (2.0 * span_ns) : 1 - (aw + vw) / span_ns;
-      } else {
-        out->loss_idle = sep ? 1 - aw / span_ns : 1 - aw / ((double)span_ns - vb);
+      double loss[COST_PARTS];
+      for (int k = 0; k < COST_PARTS && rc == 0; k++) {
+        double aw = (double)(snap[k + 1][0] - snap[k][0]) * COST_TASK_NS;
+        double vw = (double)(snap[k + 1][1] - snap[k][1]) * COST_TASK_NS;
+        double vb = (double)(snap[k + 1][2] - snap[k][2]) * LK_VICTIM_TASK_NS;
+        if (scen == 0)
+          loss[k] = sep ? 1 - (aw + vw) / (2.0 * part) : 1 - (aw + vw) / part;
+        else
+          loss[k] = sep ? 1 - aw / part : 1 - aw / ((double)part - vb);
+      }
+      if (rc == 0) {
+        qsort(loss, COST_PARTS, sizeof *loss, cmp_d);
+        *(scen == 0 ? &out->loss_busy : &out->loss_idle) = loss[COST_PARTS / 2];
+      }
+      if (scen == 1) {
         qsort(tr.lat_ns, tr.nlat, sizeof *tr.lat_ns, cmp_d);
         out->p99_ns = tr.nlat ? tr.lat_ns[(size_t)ceil(0.99 * tr.nlat) - 1] : 0;
       }
