@@ -162,8 +162,9 @@ struct pts__worker {
   uint64_t frame_origin; /* time-partitioned: start of slot 0 */
   /* Quantized: the slot table of the current epoch (slot j of a frame
    * belongs to agents[q_table[j]]; q_run[j]: how many slots from j on,
-   * wrapping, belong to that agent), its length, and the epoch's end. */
-  uint32_t q_table[PTS__Q_MAX_SLOTS], q_run[PTS__Q_MAX_SLOTS];
+   * wrapping, belong to that agent; q_span[j]: the length of that agent's
+   * whole run of slots around j), its length, and the epoch's end. */
+  uint32_t q_table[PTS__Q_MAX_SLOTS], q_run[PTS__Q_MAX_SLOTS], q_span[PTS__Q_MAX_SLOTS];
   uint32_t q_len;
   uint64_t q_epoch_end;
 

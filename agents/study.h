@@ -29,18 +29,18 @@ extern "C" {
  * idle. An agent's number of slots per frame takes one of two levels (low:
  * one slot; high: an equal share of what the low agents leave), decided only
  * at epoch boundaries from the CPU time the agent used in the epoch before
- * (with hysteresis). Within an epoch nothing another agent does moves a
- * boundary or fills a slot; across epochs each co-located agent can reveal
- * at most one bit (its level) per epoch. A step starts only if the slot has
- * at least the agent's guard left before the next owner's slot (the 95th
- * percentile of its step lengths in the current or the last epoch, capped
- * at 7/8 of a slot), so steps do not overrun into another agent's slot
- * unless they are among the agent's longest 1 in 20. A percentile, not the
- * maximum: on the real clock 1-3% of 20 us steps take 20-60 us longer
- * (preemption, VM steal) and a maximum would learn those
- * (docs/security.md, "the guard"). */
-/* On the real clock a step of a long-step agent can begin only in the
- * first slot - guard of its slot (31 us with the cap), while a timed park
+ * (with hysteresis); an agent's slots are one contiguous run per frame.
+ * Within an epoch nothing another agent does moves a boundary or fills a
+ * slot; across epochs each co-located agent can reveal at most one bit (its
+ * level) per epoch. A step starts only if the owner's run has at least the
+ * agent's guard left (the 95th percentile of its step lengths in the
+ * current or the last epoch, plus half, capped at 7/8 of the run), so steps
+ * do not overrun into another agent's slot unless they are among the
+ * agent's longest 1 in 20. A percentile, not the maximum: on the real clock
+ * 1-3% of 20 us steps take 20-60 us longer (preemption, VM steal) and a
+ * maximum would learn those (docs/security.md, "the guard"). */
+/* On the real clock a step of a long-step agent in a one-slot run can begin
+ * only in the first slot - guard of it (31 us with the cap), while a timed park
  * wakes 50-250 us late (timer slack, VM), so the pool thread parks until a
  * little before a boundary whose owner has work and spins to it (pool.c,
  * idle): the owner's step then starts in its slot. pts__quant_owner_ready
