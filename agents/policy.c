@@ -261,8 +261,9 @@ static uint32_t q_bucket(uint64_t ns) {
 
 /* The share of an agent's steps the guard may leave uncovered: 1 in 20. On
  * the real clock 1-3% of 20 us steps take 20-60 us longer (preemption, VM
- * steal; in bursts), and a guard that covered them would idle most of every
- * slot (docs/security.md, "the guard"). */
+ * steal; in bursts), and a guard that covered them would leave a long idle
+ * tail at every run's end (with the longest step as the guard: 87% of the
+ * thread, docs/security.md, "the guard"). */
 #define Q_GUARD_SKIP 20
 
 /* Sets the current guard to the longest step once the epoch's longest
