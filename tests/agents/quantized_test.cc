@@ -28,23 +28,34 @@ pts_value count(void *, int status) {
   return pts_undefined();
 }
 
-TEST(Quantized, RealPoolRunsEveryAgentsTasks) {
-  pts_pool_options o = {1, static_cast<pts_policy>(PTS__POLICY_QUANTIZED), 0, 0};
+// A one-thread quantized pool on the real clock with two agents on it
+// (placement order 0, 1); q may be NULL (the defaults).
+struct RealTwo {
   pts_pool *p = nullptr;
-  ASSERT_EQ(pts__pool_new_ext(&o, nullptr, &p), 0);
-  pts_agent *a[2];
-  for (auto &x : a) {
-    pts_agent_options ao = PTS_AGENT_OPTIONS_INIT;
-    ao.thread = 0;
-    ASSERT_EQ(pts_agent_new(p, &ao, &x), 0);
+  pts_agent *a[2] = {nullptr, nullptr};
+  explicit RealTwo(const pts__quant_options *q = nullptr) {
+    pts_pool_options o = {1, static_cast<pts_policy>(PTS__POLICY_QUANTIZED), 0, 0};
+    EXPECT_EQ(pts__pool_new_ext(&o, q, &p), 0);
+    for (auto &x : a) {
+      pts_agent_options ao = PTS_AGENT_OPTIONS_INIT;
+      ao.thread = 0;
+      EXPECT_EQ(pts_agent_new(p, &ao, &x), 0);
+    }
   }
+  ~RealTwo() {
+    EXPECT_EQ(pts_pool_shutdown(p), 0);
+    for (auto *x : a) pts_agent_unref(x);
+  }
+};
+
+TEST(Quantized, RealPoolRunsEveryAgentsTasks) {
+  RealTwo two;
+  auto &a = two.a;
   ran = 0;
   for (int i = 0; i < 200; i++)
     for (auto *x : a) ASSERT_EQ(pts_agent_post_task(x, nullptr, count, nullptr, nullptr, nullptr, nullptr), 0);
   for (auto *x : a) ASSERT_EQ(pts_agent_drain(x), 0);
   EXPECT_EQ(ran.load(), 400);
-  EXPECT_EQ(pts_pool_shutdown(p), 0);
-  for (auto *x : a) pts_agent_unref(x);
 }
 
 struct Chain {
@@ -309,15 +320,8 @@ pts_value real_victim(void *d, int status) {
 }
 
 TEST(Quantized, RealClockVictimStartsWithinAFrameBesideABusyNeighbour) {
-  pts_pool_options o = {1, static_cast<pts_policy>(PTS__POLICY_QUANTIZED), 0, 0};
-  pts_pool *p = nullptr;
-  ASSERT_EQ(pts__pool_new_ext(&o, nullptr, &p), 0);
-  pts_agent *a[2];
-  for (auto &x : a) {
-    pts_agent_options ao = PTS_AGENT_OPTIONS_INIT;
-    ao.thread = 0;
-    ASSERT_EQ(pts_agent_new(p, &ao, &x), 0);
-  }
+  RealTwo two;
+  auto &a = two.a;
   stop_neighbour = false;
   RealChain c{a[0]};
   ASSERT_EQ(pts_agent_post_task(a[0], nullptr, neighbour, &c, nullptr, nullptr, nullptr), 0);
@@ -336,8 +340,6 @@ TEST(Quantized, RealClockVictimStartsWithinAFrameBesideABusyNeighbour) {
   std::sort(d.begin(), d.end());
   EXPECT_LE(d[kPosts / 2], 4000000u) << "median start delay (ns)";
   EXPECT_LE(d[kPosts * 9 / 10], 20000000u) << "p90 start delay (ns)";
-  EXPECT_EQ(pts_pool_shutdown(p), 0);
-  for (auto *x : a) pts_agent_unref(x);
 }
 
 // A command for an agent waits for that agent's slot: applying it takes the
@@ -352,16 +354,10 @@ pts_value b_task(void *, int status) {
 }
 
 TEST(Quantized, RealClockCommandsWaitForTheirAgentsSlot) {
-  pts_pool_options o = {1, static_cast<pts_policy>(PTS__POLICY_QUANTIZED), 0, 0};
   pts__quant_options q = {100000000, 2, 0};
-  pts_pool *p = nullptr;
-  ASSERT_EQ(pts__pool_new_ext(&o, &q, &p), 0);
-  pts_agent *a[2];
-  for (auto &x : a) {
-    pts_agent_options ao = PTS_AGENT_OPTIONS_INIT;
-    ao.thread = 0;
-    ASSERT_EQ(pts_agent_new(p, &ao, &x), 0);
-  }
+  RealTwo two(&q);
+  auto &a = two.a;
+  pts_pool *p = two.p;
   pts_thread_stats ts{};
   for (int i = 0; i < 1000 && ts.agents < 2; i++) {  // attaching is asynchronous
     ASSERT_EQ(pts_pool_get_thread_stats(p, 0, &ts), 0);
@@ -390,8 +386,6 @@ TEST(Quantized, RealClockCommandsWaitForTheirAgentsSlot) {
     EXPECT_EQ(b_started.load() ? slot_of(b_started.load()) : 0, k + 1);
   }
   EXPECT_TRUE(checked);
-  EXPECT_EQ(pts_pool_shutdown(p), 0);
-  for (auto *x : a) pts_agent_unref(x);
 }
 
 }  // namespace
