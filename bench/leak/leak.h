@@ -105,7 +105,14 @@ typedef struct lk_trace {
    * stops the attacker; a backlog drained afterwards does not count). A
    * leak figure means little when victim_done falls short of posted. */
   uint64_t victim_posted, victim_done;
+  /* Real clock: windows left out of the analysis (1) because the harness
+   * reached the start of that window or of the one before more than
+   * LK_HARNESS_LATE_NS late, so the secret did not act when it should
+   * have; NULL in virtual time. */
+  uint8_t *excluded;
+  uint32_t nexcluded;
 } lk_trace;
+#define LK_HARNESS_LATE_NS 300000u
 void lk_trace_free(lk_trace *tr);
 
 /* The observation of each window from the trace (per attacker, see

@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #include "agents/study.h"
@@ -68,6 +69,7 @@ void lk_trace_free(lk_trace *tr) {
   free(tr->secret);
   free(tr->obs);
   free(tr->lat_ns);
+  free(tr->excluded);
   memset(tr, 0, sizeof *tr);
 }
 
@@ -413,20 +415,30 @@ out:
 }
 
 int lk_analyse(const lk_trace *tr, lk_secret s, int shuffles, uint64_t seed, lk_result *out) {
-  size_t n = tr->windows;
-  int *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
-  if (x == NULL || y == NULL) {
+  size_t n = 0;
+  int *x = malloc(tr->windows * sizeof *x), *y = malloc(tr->windows * sizeof *y);
+  double *obs = malloc(tr->windows * sizeof *obs);
+  if (x == NULL || y == NULL || obs == NULL) {
     free(x);
     free(y);
+    free(obs);
     return PTS_ENOMEM;
   }
   memset(out, 0, sizeof *out);
   uint64_t c[2] = {0, 0};
-  for (size_t i = 0; i < n; i++) {
-    x[i] = tr->secret[i] ? 1 : 0;
-    c[x[i]]++;
+  for (size_t i = 0; i < tr->windows; i++) {
+    if (tr->excluded != NULL && tr->excluded[i]) continue;
+    x[n] = tr->secret[i] ? 1 : 0;
+    obs[n] = tr->obs[i];
+    c[x[n++]]++;
   }
-  int ky = lk_bin(tr->obs, n, 16, y);
+  if (n == 0) { /* every window left out */
+    free(x);
+    free(y);
+    free(obs);
+    return PTS_EINVAL;
+  }
+  int ky = lk_bin(obs, n, 16, y);
   out->bins = ky;
   out->h_secret = lk_entropy(c, 2, false);
   out->mi_plugin = lk_mi(x, y, n, 2, ky, false);
@@ -441,9 +453,10 @@ int lk_analyse(const lk_trace *tr, lk_secret s, int shuffles, uint64_t seed, lk_
   out->accuracy = lk_classify(x, y, n, 2, ky);
   out->fano_acc = lk_fano_max_accuracy(out->h_secret, out->bits, 2);
   out->bits_per_s = out->bits * (1e9 / LK_WINDOW_NS);
-  if (s == LK_S3) out->youden = lk_youden(tr->obs, tr->secret, n);
+  if (s == LK_S3) out->youden = lk_youden(tr->obs, tr->secret, tr->windows);
   free(x);
   free(y);
+  free(obs);
   return 0;
 }
 
@@ -610,9 +623,19 @@ int lk_run_real(const lk_config *c, lk_trace *tr) {
     t0 -= t0 % LK_COUNTER_TICK_NS; /* windows start on a tick of the coarse clock */
     r->a.origin = t0;
     rc = pts_agent_post_task(aa, NULL, real_kick, r, NULL, NULL, NULL);
+    tr->excluded = calloc(c->windows, 1);
+    if (tr->excluded == NULL) rc = PTS_ENOMEM;
+    /* The harness must post on time: no timer slack while it runs. */
+    int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     for (uint32_t w = 0; w < c->windows && rc == 0; w++) {
       uint64_t at = t0 + (uint64_t)w * LK_WINDOW_NS;
       sleep_until(at);
+      /* A late post acts in the wrong window (and may spill into the next):
+       * both leave the analysis. */
+      if (mono_ns() - at > LK_HARNESS_LATE_NS) {
+        for (uint32_t k = w; k < w + 2 && k < c->windows; k++) tr->excluded[k] = 1;
+      }
       uint8_t b = p.bits[w];
       if (c->secret == LK_S1 && !b) continue;
       vtask *t = malloc(sizeof *t);
@@ -628,6 +651,8 @@ int lk_run_real(const lk_config *c, lk_trace *tr) {
       else
         v->posted++;
     }
+    if (slack > 0) (void)prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
+    for (uint32_t w = 0; tr->excluded != NULL && w < c->windows; w++) tr->nexcluded += tr->excluded[w];
     sleep_until(t0 + (uint64_t)c->windows * LK_WINDOW_NS + 2000000u);
     atomic_store(&r->a.stop, true);
     tr->victim_posted = v->posted;

@@ -68,8 +68,9 @@ static void dump_trace(FILE *csv, const char *mode, int p, lk_secret s, lk_attac
                        const lk_trace *tr) {
   if (csv == NULL) return;
   for (uint32_t w = 0; w < tr->windows; w++)
-    fprintf(csv, "%s,%s,%s,%s,%u,%u,%.0f\n", mode, lk_policy_key(p), lk_secret_name(s),
-            lk_attacker_name(a), w, tr->secret[w], tr->obs[w]);
+    fprintf(csv, "%s,%s,%s,%s,%u,%u,%.0f,%u\n", mode, lk_policy_key(p), lk_secret_name(s),
+            lk_attacker_name(a), w, tr->secret[w], tr->obs[w],
+            tr->excluded ? tr->excluded[w] : 0u);
 }
 
 /* Gap histograms per secret value (chain attacker, S1): log2-spaced bins. */
@@ -105,7 +106,7 @@ static void leak_study(rb_ctx *ctx) {
   row rows[LK_POLICIES];
   memset(rows, 0, sizeof rows);
   FILE *csv = rb_data_open(ctx, "leak_samples.csv");
-  if (csv) fprintf(csv, "mode,policy,secret,attacker,window,secret_value,observation_ns\n");
+  if (csv) fprintf(csv, "mode,policy,secret,attacker,window,secret_value,observation_ns,excluded\n");
 
   /* 1. Virtual time: every policy x S1/S2 x attacker. */
   for (int p = 0; p < LK_POLICIES; p++) {
@@ -221,9 +222,10 @@ static void leak_study(rb_ctx *ctx) {
         rb_note(ctx, key,
                 "real clock, chain attacker, %u windows: MI %.4f (plug-in %.4f), floor95 %.4f, "
                 "acc %.3f (Fano max %.3f), %.1f bit/s; victim started %llu of %llu tasks "
-                "in the windows",
+                "in the windows; %u windows left out (harness late)",
                 rwin, r.mi_mm, r.mi_plugin, r.floor95, r.accuracy, r.fano_acc, r.bits_per_s,
-                (unsigned long long)tr.victim_done, (unsigned long long)tr.victim_posted);
+                (unsigned long long)tr.victim_done, (unsigned long long)tr.victim_posted,
+                tr.nexcluded);
         if (p == PTS__POLICY_QUANTIZED || p == PTS_POLICY_TIME_PARTITIONED)
           rb_target(ctx, key, 0.001, "<= 0.001 bit/window (best shared-thread policy)");
       }
@@ -271,9 +273,9 @@ static void leak_study(rb_ctx *ctx) {
       snprintf(fig, sizeof fig, "%s_real_%s_bits", lk_secret_name(s), lk_attacker_name(a));
       rec1(ctx, pk, fig, "bits", r.bits);
       if (rb_key_make(key, sizeof key, "leak", pk, fig) == 0) {
-        rb_note(ctx, key, "MI %.4f, floor95 %.4f; victim started %llu of %llu tasks", r.mi_mm,
-                r.floor95, (unsigned long long)tr.victim_done,
-                (unsigned long long)tr.victim_posted);
+        rb_note(ctx, key, "MI %.4f, floor95 %.4f; victim started %llu of %llu tasks; %u windows "
+                "left out (harness late)", r.mi_mm, r.floor95, (unsigned long long)tr.victim_done,
+                (unsigned long long)tr.victim_posted, tr.nexcluded);
         rb_target(ctx, key, 0.001, "<= 0.001 bit/window (best shared-thread policy)");
       }
       dump_trace(csv, "real", p, (lk_secret)s, (lk_attacker)a, &tr);

@@ -3,11 +3,13 @@
 // term, the shuffled floor, binning, the classifier and Fano's bound.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
 #include "bench/leak/leak.h"
+#include "ptsched/common.h"
 
 namespace {
 
@@ -107,6 +109,34 @@ TEST(Estimators, YoudenOfPerfectAndUselessDetectors) {
   EXPECT_DOUBLE_EQ(lk_youden(s.data(), t.data(), s.size()), 1.0);
   std::vector<double> c(1000, 5.0);
   EXPECT_DOUBLE_EQ(lk_youden(c.data(), t.data(), c.size()), 0.0);
+}
+
+// Windows the harness marked as left out (it posted late) do not enter the
+// analysis: here they carry the opposite of the secret; without them the
+// observation tells the secret exactly (1 bit), with them much less.
+TEST(Estimators, AnalysisLeavesOutExcludedWindows) {
+  const uint32_t n = 2000;
+  auto x = bits(n, 7);
+  std::vector<uint8_t> secret(n), excluded(n);
+  std::vector<double> obs(n);
+  for (uint32_t i = 0; i < n; i++) {
+    secret[i] = static_cast<uint8_t>(x[i]);
+    excluded[i] = i % 3 == 0;
+    obs[i] = (x[i] != 0) != (excluded[i] != 0) ? 10.0 : 1.0;
+  }
+  lk_trace tr{};
+  tr.windows = n;
+  tr.secret = secret.data();
+  tr.obs = obs.data();
+  lk_result with{}, without{};
+  ASSERT_EQ(lk_analyse(&tr, LK_S1, 20, 3, &without), 0);
+  tr.excluded = excluded.data();
+  ASSERT_EQ(lk_analyse(&tr, LK_S1, 20, 3, &with), 0);
+  EXPECT_GT(with.bits, 0.99);
+  EXPECT_DOUBLE_EQ(with.accuracy, 1.0);
+  EXPECT_LT(without.bits, 0.2);
+  std::fill(excluded.begin(), excluded.end(), 1);
+  EXPECT_EQ(lk_analyse(&tr, LK_S1, 20, 3, &with), PTS_EINVAL);
 }
 
 }  // namespace
