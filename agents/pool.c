@@ -118,6 +118,12 @@ void pts__agent_record_delay(pts_agent *a, uint64_t d) {
 /* The loop's wake hook (protocol step 2). Any thread. */
 static void agent_wake(void *ctx) {
   pts_agent *a = ctx;
+  /* A load first: while the agent is signaled (the common case for a
+   * stream of posts) the line stays shared and the post writes nothing
+   * here. seq_cst: reading true means the worker's clearing store comes
+   * later in the total order, so its poll after that store sees our push
+   * (the same Dekker pair as the exchange). */
+  if (atomic_load_explicit(&a->signaled, memory_order_seq_cst)) return;
   if (!atomic_exchange_explicit(&a->signaled, true, memory_order_seq_cst)) {
     pts__mpsc_push(&a->w->signaled, &a->sig_node);
     pts__parker_unpark(&a->w->parker);

@@ -33,6 +33,7 @@
 
 #include "agents/agents_impl.h"
 #include "ptsched/promise.h"
+#include "sync/nodecache.h"
 
 /* WebIDL [EnforceRange] unsigned long long: at most 2^53 - 1. */
 #define MAX_SAFE_INTEGER 9007199254740991LL
@@ -292,7 +293,7 @@ typedef struct xtask {
 static void xtask_free(xtask *x) {
   if (x->rc) rc_drop(x->rc);
   if (x->reply_to) pts_agent_unref(x->reply_to);
-  free(x);
+  pts__node_put(x); /* back to the poster's cache (sync/nodecache.h) */
 }
 
 /* done gets the outcome, or PTS_ECLOSED if it could not reach reply_to. */
@@ -476,7 +477,7 @@ int pts_agent_post_task(pts_agent *a, const pts_agent_post_options *opts,
     return PTS_ETYPE;
   if (o.delay_ms < 0 || o.delay_ms > MAX_SAFE_INTEGER) return PTS_ETYPE;
   if (o.controller != NULL && o.controller->agent != a) return PTS_EFOREIGN;
-  xtask *x = malloc(sizeof *x);
+  xtask *x = pts__node_get(sizeof *x);
   if (x == NULL) return PTS_ENOMEM;
   x->cmd.fn = xtask_cmd;
   x->agent = a;
@@ -493,7 +494,7 @@ int pts_agent_post_task(pts_agent *a, const pts_agent_post_options *opts,
   x->status = 0;
   x->result = pts_undefined();
   if (!pts__gate_enter(a)) {
-    free(x);
+    pts__node_put(x);
     return PTS_ECLOSED;
   }
   if (reply_to) pts_agent_ref(reply_to);
@@ -518,7 +519,7 @@ static void xqueue_run(void *d, int status) {
   xqueue *q = d;
   pts_task_fn fn = q->fn;
   void *data = q->data;
-  free(q);
+  pts__node_put(q);
   fn(data, status);
 }
 
@@ -536,7 +537,7 @@ int pts_agent_queue_task(pts_agent *a, pts_task_source source, pts_task_fn fn,
                          void *data) {
   if (a == NULL || fn == NULL || (unsigned)source >= PTS_SOURCE_COUNT)
     return PTS_EINVAL;
-  xqueue *q = malloc(sizeof *q);
+  xqueue *q = pts__node_get(sizeof *q);
   if (q == NULL) return PTS_ENOMEM;
   q->cmd.fn = xqueue_cmd;
   q->agent = a;
@@ -544,7 +545,7 @@ int pts_agent_queue_task(pts_agent *a, pts_task_source source, pts_task_fn fn,
   q->data = data;
   q->source = source;
   if (!pts__gate_enter(a)) {
-    free(q);
+    pts__node_put(q);
     return PTS_ECLOSED;
   }
   pts__agent_send(a, &q->cmd);

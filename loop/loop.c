@@ -42,6 +42,7 @@
 #include <time.h>
 
 #include "loop/loop_impl.h"
+#include "sync/nodecache.h"
 
 #define container_of(ptr, type, member) \
   ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
@@ -291,7 +292,7 @@ typedef struct xpost {
 static void xpost_finish(xpost *x, int status) {
   pts_task_fn fn = x->fn;
   void *data = x->data;
-  free(x); /* malloc'd by the producer: not a pool block */
+  pts__node_put(x); /* back to the producer's cache (sync/nodecache.h) */
   fn(data, status);
 }
 
@@ -307,7 +308,7 @@ int pts_queue_task_from_any_thread(pts_global *global, pts_task_source source,
                                    pts_task_fn fn, void *data) {
   if (global == NULL || fn == NULL || (unsigned)source >= PTS_SOURCE_COUNT)
     return PTS_EINVAL;
-  xpost *x = malloc(sizeof *x);
+  xpost *x = pts__node_get(sizeof *x);
   if (x == NULL) return PTS_ENOMEM;
   x->cmd.fn = xpost_cmd;
   pts__task_init(&x->t, global, xpost_run, x);
@@ -328,13 +329,13 @@ static void xcall_cmd(pts__command *cmd, int status) {
   xcall *x = container_of(cmd, xcall, cmd);
   pts_task_fn fn = x->fn;
   void *data = x->data;
-  free(x);
+  pts__node_put(x);
   fn(data, status);
 }
 
 int pts_loop_call_from_any_thread(pts_loop *loop, pts_task_fn fn, void *data) {
   if (loop == NULL || fn == NULL) return PTS_EINVAL;
-  xcall *x = malloc(sizeof *x);
+  xcall *x = pts__node_get(sizeof *x);
   if (x == NULL) return PTS_ENOMEM;
   x->cmd.fn = xcall_cmd;
   x->fn = fn;
@@ -581,18 +582,76 @@ static pick choose(pts_loop *loop, bool may_start_idle, bool commit) {
 
 enum { DID_WORK = 1, DID_TASK = 2 };
 
-/* One iteration: inbox, due timers, one task, microtask checkpoint. */
+/* True when the inbox's next command, if it is a message task, would be the
+ * pick of this step: nothing else is queued, due or pending in the loop. */
+static bool inbox_is_next(pts_loop *loop) {
+  uint64_t order;
+  return loop->ready == NULL && loop->heap.len == 0 && loop->mt_head == NULL &&
+         (loop->prov == NULL || loop->prov->peek(loop->prov_ctx, &order) < 0);
+}
+
+/* The cross-thread hot path (docs/loop.md): takes one command from the
+ * inbox. A message task posted from another thread for an active global
+ * runs at once, exactly as if it had been queued and then picked as the
+ * only runnable task (it takes its enqueue order all the same): returns 2.
+ * Any other command is applied as the drain would: returns 1. Returns 0 if
+ * no command was complete. The caller has checked inbox_is_next(). */
+static int inbox_step(pts_loop *loop) {
+  pts__mpsc_node *n = pts__mpsc_pop(&loop->inbox);
+  if (n == NULL) return 0;
+  pts__command *c = container_of(n, pts__command, node);
+  if (c->fn == xpost_cmd) {
+    xpost *x = container_of(c, xpost, cmd);
+    pts_global *g = x->t.global;
+    if (g->active && !g->detached) {
+      loop->next_order++; /* spec: the task was queued */
+      loop->streak = 0;   /* a pick with no other class waiting */
+      loop->inbox_more = pts__mpsc_maybe_nonempty(&loop->inbox);
+      xpost_finish(x, 0);
+      if (loop->mt_head != NULL) checkpoint(loop);
+      return 2;
+    }
+  }
+  c->fn(c, 0);
+  return 1;
+}
+
+/* One iteration: inbox, due timers, one task, microtask checkpoint.
+ *
+ * The hot path (docs/loop.md, "What a task costs"): each phase is skipped
+ * with one branch when it cannot matter: no node linked in the inbox, no
+ * armed timer, no microtask queued. When no ordinary task is ready, the
+ * scheduler's most urgent task is the pick whatever its class (only idle
+ * callbacks rank below it), so the provider runs it without the peek and
+ * the class comparison of choose(). */
 static int step(pts_loop *loop, bool may_start_idle) {
   int did = 0;
-  if (drain_inbox(loop)) did |= DID_WORK;
-  uint64_t seq = loop->timer_seq, len = loop->heap.len;
-  pts__timers_fire_due(loop);
-  if (loop->heap.len != len || loop->timer_seq != seq) did |= DID_WORK;
+  if (pts__mpsc_maybe_nonempty(&loop->inbox)) {
+    if (inbox_is_next(loop)) {
+      int r = inbox_step(loop);
+      if (r == 2) return DID_WORK | DID_TASK;
+      if (r == 1) did |= DID_WORK;
+    }
+    if (drain_inbox(loop)) did |= DID_WORK;
+  }
+  if (loop->heap.len != 0) {
+    uint64_t seq = loop->timer_seq, len = loop->heap.len;
+    pts__timers_fire_due(loop);
+    if (loop->heap.len != len || loop->timer_seq != seq) did |= DID_WORK;
+  }
   /* Commands and timer steps are not tasks, but the promise jobs they queue
    * must not wait for an unrelated task. */
   if (loop->mt_head != NULL) {
     checkpoint(loop);
     did |= DID_WORK;
+  }
+  if (loop->ready == NULL && loop->prov != NULL) {
+    /* The starvation guard sees one waiting class: its streak ends. */
+    loop->streak = 0;
+    if (loop->prov->run_next(loop->prov_ctx)) {
+      if (loop->mt_head != NULL) checkpoint(loop);
+      return did | DID_WORK | DID_TASK;
+    }
   }
   pick p = choose(loop, may_start_idle, true);
   switch (p.cls) {
@@ -611,7 +670,7 @@ static int step(pts_loop *loop, bool may_start_idle) {
       }
       break;
   }
-  checkpoint(loop);
+  if (loop->mt_head != NULL) checkpoint(loop);
   return did | DID_WORK | DID_TASK;
 }
 
@@ -625,6 +684,9 @@ static void sleep_until_work(pts_loop *loop) {
       timeout = d - now;
     }
   }
+  /* Blocks of other threads' commands go back before we sleep, so their
+   * producers can reuse them (sync/nodecache.h). */
+  pts__node_flush();
   pts__parker_prepare(&loop->parker);
   if (!pts__mpsc_is_empty(&loop->inbox) ||
       atomic_load_explicit(&loop->stop_requested, memory_order_acquire)) {
@@ -682,6 +744,7 @@ int pts_loop_run(pts_loop *loop, pts_run_mode mode) {
   if (!enter_running(loop)) return PTS_EBUSY;
   atomic_store_explicit(&loop->owner, self_id(), memory_order_relaxed);
   int ran = take_stop(loop) ? 0 : run_core(loop, mode, true);
+  pts__node_flush();
   atomic_store_explicit(&loop->owner, loop->bound, memory_order_relaxed);
   leave_running(loop);
   return ran;

@@ -123,9 +123,12 @@ typedef struct pts__provider_ops {
   /* The highest effective priority with a runnable task, or -1 if none; sets
    * *order to that task's enqueue order. Must not scan tasks. */
   int (*peek)(void *ctx, uint64_t *order);
-  /* Run the task the last peek described (the loop sets no scheduling state:
-   * the task's steps do). The loop runs the microtask checkpoint after. */
-  void (*run_next)(void *ctx);
+  /* Run the most urgent task, the one peek would describe (the loop sets no
+   * scheduling state: the task's steps do); return 1, or 0 if none is
+   * runnable. The loop runs the microtask checkpoint after. When no ordinary
+   * task is ready the loop calls this without peeking first (the hot path of
+   * docs/loop.md), so it must do its own selection. */
+  int (*run_next)(void *ctx);
   /* A global became active/inactive (what = 1/0) or was detached (what = -1). */
   void (*global_changed)(void *ctx, pts_global *g, int what);
   /* The loop is being freed: release everything (reject promises, free). */

@@ -138,12 +138,19 @@ void pts_promise_ref(pts_promise *p) {
   p->refs++;
 }
 
+/* The last reference went: out of line, so the common unref (a count that
+ * stays above zero) is a decrement and a branch. */
+static __attribute__((noinline)) void promise_free(pts_promise *p) {
+  plink_unlink(&p->link);
+  /* The hot case (settled with a value that holds nothing, no reactions)
+   * has nothing to release. */
+  if (p->rhead != NULL || p->result.kind >= PTS_VALUE_BOX) release_contents(p);
+  pts__loop_pool_free(p->loop, p, sizeof *p);
+}
+
 void pts_promise_unref(pts_promise *p) {
   if (p == NULL || pts__loop_foreign(p->loop, __func__)) return;
-  if (--p->refs != 0) return;
-  plink_unlink(&p->link);
-  release_contents(p);
-  pts__loop_pool_free(p->loop, p, sizeof *p);
+  if (--p->refs == 0) promise_free(p);
 }
 
 void pts__promises_sweep(pts_loop *loop) {
@@ -259,6 +266,13 @@ int pts_promise_resolve(pts_promise *p, pts_value v) {
     return 0;
   }
   p->already_resolved = true;
+  if (v.kind < PTS_VALUE_ERROR && p->rhead == NULL) {
+    /* spec: FulfillPromise with no reactions to trigger (a postTask result
+     * nobody awaits yet): the state and the value are all there is. */
+    p->state = PTS_PROMISE_FULFILLED;
+    p->result = v;
+    return 0;
+  }
   resolve_inner(p, v);
   return 0;
 }

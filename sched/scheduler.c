@@ -169,7 +169,7 @@ _Static_assert(sizeof(stask_ext) <= 128, "pool blocks are at most 128 bytes");
 _Static_assert(sizeof(delay_blk) <= 128, "pool blocks are at most 128 bytes");
 _Static_assert(sizeof(squeue) <= 128, "pool blocks are at most 128 bytes");
 
-static void run_next(void *vc);
+static int run_next(void *vc);
 static int peek(void *vc, uint64_t *order);
 static void global_changed(void *vc, pts_global *g, int what);
 static void ctx_destroy(void *vc);
@@ -398,6 +398,21 @@ static inline void queue_unlink(squeue *q, stask *t) {
   }
 }
 
+/* queue_unlink of the head, which the run path always takes: its queue is
+ * in a heap (it was just selected). */
+static inline void queue_pop_head(sctx *c, squeue *q, stask *t) {
+  stask *n = t->next;
+  q->head = n;
+  t->next = NULL;
+  if (n) {
+    n->prev = NULL;
+    heap_key_increased(c, q);
+  } else {
+    q->tail = NULL;
+    heap_remove(c, q);
+  }
+}
+
 /* ==== queues and the two maps ==== */
 
 static inline size_t dyn_hash(const pts_signal *sig, unsigned cont) {
@@ -573,11 +588,12 @@ static void notify_not_run(stask *t, int status) {
   }
 }
 
-/* Frees the handle: its queue reference, state, promise and block. */
-static void task_free(sctx *c, stask *t) {
-  if (t->status == S_QUEUED || t->status == S_RUNNING || t->status == S_DONE) {
-    if (t->u.queue) queue_unref(t->u.queue);
-  }
+/* Frees the handle: its queue reference, state, promise and block. Inline:
+ * it is half of the run path's cost when called. */
+static inline __attribute__((always_inline)) void task_free(sctx *c, stask *t) {
+  /* S_QUEUED, S_RUNNING and S_DONE hold a queue reference when u.queue is
+   * set (S_NEW and S_DELAYED never do). */
+  if (t->status >= S_QUEUED && t->u.queue) queue_unref(t->u.queue);
   if (--t->state->hdr.refs == 0) state_destroy(&t->state->hdr);
   if (t->ext && ext_of(t)->promise) pts_promise_unref(ext_of(t)->promise);
   c->stats.live_tasks--;
@@ -656,8 +672,8 @@ static void on_abort(pts__algo *a) {
   }
 }
 
-static stask *task_alloc(sctx *c, int kind, bool ext, void *fn, void *data,
-                         sstate *st) {
+static inline __attribute__((always_inline)) stask *task_alloc(
+    sctx *c, int kind, bool ext, void *fn, void *data, sstate *st) {
   stask *t = pts__loop_pool_alloc(c->loop, ext ? sizeof(stask_ext) : sizeof(stask));
   if (!t) return NULL;
   t->next = t->prev = NULL;
@@ -882,17 +898,30 @@ static int peek(void *vc, uint64_t *order) {
 }
 
 /* spec: the task's steps (set the state, invoke, settle, clear), then the
- * handle's task complete steps. */
-static void run_next(void *vc) {
+ * handle's task complete steps. Returns 0 when no queue has a task. */
+static int run_next(void *vc) {
   sctx *c = vc;
-  if (!c->bitmap) return;
+  if (!c->bitmap) return 0;
   int l = 31 - __builtin_clz(c->bitmap);
   squeue *q = c->levels[l].a[0].q;
   stask *t = q->head;
   pts_loop *loop = c->loop;
-  queue_unlink(q, t);
-  t->status = S_RUNNING;
+  queue_pop_head(c, q, t);
   pts_sched_state *prev;
+  if (!t->ext) {
+    /* The hot path: a direct callback with no abort source and no promise
+     * (nothing can observe its status while it runs). */
+    prev = pts__loop_swap_state(loop, &t->state->hdr);
+    t->f.fn(t->data, 0);
+    pts__loop_swap_state(loop, prev);
+    if (!q->head) queue_removal_steps(q);
+    queue_unref(q);
+    if (--t->state->hdr.refs == 0) state_destroy(&t->state->hdr);
+    c->stats.live_tasks--;
+    pts__loop_pool_free(loop, t, sizeof(stask));
+    return 1;
+  }
+  t->status = S_RUNNING;
   switch (t->kind) {
     case K_POST_CB:
     case K_YIELD_CB:
@@ -922,6 +951,7 @@ static void run_next(void *vc) {
   if (!q->head) queue_removal_steps(q);
   t->status = S_DONE;
   task_free(c, t);
+  return 1;
 }
 
 /* ==== postTask and yield ==== */
@@ -1041,36 +1071,73 @@ static int post_common(pts_scheduler *s, int kind, void *fn, void *data,
   return start_task(s, t, 0, (uint64_t)delay, out);
 }
 
+/* The hot path of postTask: a fixed priority, no signal and no delay. The
+ * state is the cached fixed one and, for the direct-callback form, the
+ * handle is the 64-byte base block; there is no abort source, so no abort
+ * steps to register. What is left is create-handle and enqueue. */
+static inline __attribute__((always_inline)) int post_fixed(
+    pts_scheduler *s, int kind, void *fn, void *data, int p, pts_promise **out) {
+  sctx *c = s->ctx;
+  PTS__CHECK_OWNER(c->loop);
+  if (s->detached) return PTS_ECLOSED;
+  squeue *q = s->static_q[p][0];
+  if (!q) {
+    q = queue_new(s, p, 0, NULL);
+    if (!q) return PTS_ENOMEM;
+  }
+  sstate *st = c->fixed_state[p];
+  bool promise = kind == K_POST_PROMISE;
+  stask *t = task_alloc(c, kind, promise, fn, data, st);
+  if (!t) {
+    queue_discard_if_unused(q);
+    return PTS_ENOMEM;
+  }
+  st->hdr.refs++;
+  if (promise) {
+    int rc = pts_promise_new(c->loop, &ext_of(t)->promise);
+    if (rc != 0) {
+      t->status = S_DONE;
+      task_free(c, t);
+      queue_discard_if_unused(q);
+      return rc;
+    }
+    if (out) {
+      pts_promise_ref(ext_of(t)->promise);
+      *out = ext_of(t)->promise;
+    }
+  }
+  enqueue_task(c, q, t);
+  return 0;
+}
+
+/* The options of a call that can take post_fixed: sets *p and returns 1;
+ * returns 0 for the general path, or a PTS_ETYPE for a bad priority. */
+static inline int fixed_priority_of(const pts_post_options *opts, int *p) {
+  *p = PTS_PRIORITY_USER_VISIBLE;
+  if (!opts) return 1;
+  if (opts->signal || opts->delay_ms != 0) return 0;
+  if (opts->priority == PTS_PRIORITY_UNSET) return 1;
+  if (!valid_priority(opts->priority)) return PTS_ETYPE;
+  *p = opts->priority;
+  return 1;
+}
+
 int pts_scheduler_post_task(pts_scheduler *s, pts_task_callback callback,
                             void *data, const pts_post_options *opts,
                             pts_promise **out) {
   if (!s || !callback) return PTS_EINVAL;
+  int p, fixed = fixed_priority_of(opts, &p);
+  if (fixed == 1) return post_fixed(s, K_POST_PROMISE, (void *)callback, data, p, out);
+  if (fixed < 0) return fixed;
   return post_common(s, K_POST_PROMISE, (void *)callback, data, opts, out);
 }
 
 int pts_scheduler_post(pts_scheduler *s, pts_task_fn fn, void *data,
                        const pts_post_options *opts) {
   if (!s || !fn) return PTS_EINVAL;
-  if (opts == NULL) {
-    /* The fast path: user-visible, no signal, no delay. */
-    sctx *c = s->ctx;
-    PTS__CHECK_OWNER(c->loop);
-    if (s->detached) return PTS_ECLOSED;
-    squeue *q = s->static_q[PTS_PRIORITY_USER_VISIBLE][0];
-    if (!q) {
-      q = queue_new(s, PTS_PRIORITY_USER_VISIBLE, 0, NULL);
-      if (!q) return PTS_ENOMEM;
-    }
-    sstate *st = c->fixed_state[PTS_PRIORITY_USER_VISIBLE];
-    stask *t = task_alloc(c, K_POST_CB, false, (void *)fn, data, st);
-    if (!t) {
-      queue_discard_if_unused(q);
-      return PTS_ENOMEM;
-    }
-    st->hdr.refs++;
-    enqueue_task(c, q, t);
-    return 0;
-  }
+  int p, fixed = fixed_priority_of(opts, &p);
+  if (fixed == 1) return post_fixed(s, K_POST_CB, (void *)fn, data, p, NULL);
+  if (fixed < 0) return fixed;
   return post_common(s, K_POST_CB, (void *)fn, data, opts, NULL);
 }
 

@@ -15,6 +15,7 @@
 
 #include <stdalign.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "sync/cacheline.h"
 
@@ -47,6 +48,18 @@ pts__mpsc_node *pts__mpsc_pop(pts__mpsc *q);
 /* Consumer only. True when no push has begun that pop has not returned: a
  * consumer that sees pop() == NULL and !is_empty must retry, not sleep. */
 bool pts__mpsc_is_empty(pts__mpsc *q);
+
+#ifndef __cplusplus
+/* Consumer only. False when pop() would return NULL at its first step (the
+ * stub at tail with no successor linked): one load of the consumer's own
+ * cache line, so a loop can skip its inbox between tasks. A producer
+ * mid-push is not seen; pts__mpsc_is_empty() still is the check before
+ * sleeping. Relaxed: pop's acquire loads order the payload. */
+static inline bool pts__mpsc_maybe_nonempty(pts__mpsc *q) {
+  return q->tail != &q->stub ||
+         atomic_load_explicit(&q->stub.next, memory_order_relaxed) != NULL;
+}
+#endif
 
 #ifdef __cplusplus
 }
