@@ -286,19 +286,33 @@ static void refresh(pts__worker *w, pts_agent *a, bool ran, uint64_t cpu_ns) {
     drainers_complete(a, 0);
 }
 
+/* Steps one agent picked by the policy. An agent alone on its worker (and
+ * not under the time-partitioned or quantized policies, which time every
+ * step against their slots) runs a burst of up to BURST steps: with nobody to share the thread with, the policy would
+ * pick it again after each step, so the clock reads, the poll and the
+ * policy update are paid once per burst (docs/agents.md, "Hot paths"). The
+ * burst ends early when a task did not run or a control command waits (an
+ * agent added or destroyed). */
+#define BURST 64
+
 static void run_step(pts__worker *w, pts_agent *a, uint64_t t0) {
-  int u = a->urgency;
+  int steps = 0;
+  bool burst = w->nagents == 1 && w->pool->opts.policy <= PTS_POLICY_RANDOMIZED;
   pts__tls_agent = a;
-  int ran = pts__loop_step(a->loop);
+  for (;;) {
+    int ran = pts__loop_step(a->loop);
+    steps++;
+    if (ran == 1) {
+      int u = pts__loop_last_urgency(a->loop);
+      stat_add(&a->st_tasks[u > PTS__URGENCY_NONE ? u - 1 : PTS_CLASS_FIFO], 1);
+    }
+    if (!burst || ran != 1 || steps == BURST || !pts__mpsc_is_empty(&w->control)) break;
+  }
   pts__tls_agent = NULL;
   uint64_t t1 = pts__now_ns();
   uint64_t cpu = t1 - t0;
-  if (ran == 1) {
-    int cls = u > PTS__URGENCY_NONE ? u - 1 : PTS_CLASS_FIFO;
-    stat_add(&a->st_tasks[cls], 1);
-  }
   stat_add(&a->st_cpu_ns, cpu);
-  stat_add(&w->st_steps, 1);
+  stat_add(&w->st_steps, (uint64_t)steps);
   stat_add(&w->st_busy_ns, cpu);
   refresh(w, a, true, cpu);
 }

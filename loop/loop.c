@@ -319,6 +319,37 @@ int pts_queue_task_from_any_thread(pts_global *global, pts_task_source source,
   return 0;
 }
 
+/* A caller-owned request (pts_task_req): the task's own fn and data are the
+ * caller's, since nothing is freed before the call. */
+typedef struct xreq {
+  pts__command cmd;
+  pts__task t;
+  pts_task_source source;
+} xreq;
+
+_Static_assert(sizeof(xreq) <= sizeof(pts_task_req), "pts_task_req is too small");
+_Static_assert(_Alignof(xreq) <= _Alignof(pts_task_req), "pts_task_req alignment");
+
+static void xreq_cmd(pts__command *cmd, int status) {
+  xreq *x = container_of(cmd, xreq, cmd);
+  if (status == 0 && pts__task_queue(&x->t, x->source) == 0) return;
+  x->t.fn(x->t.data, PTS_ECANCELED);
+}
+
+int pts_queue_task_req_from_any_thread(pts_global *global, pts_task_source source,
+                                       pts_task_req *req, pts_task_fn fn,
+                                       void *data) {
+  if (global == NULL || req == NULL || fn == NULL ||
+      (unsigned)source >= PTS_SOURCE_COUNT)
+    return PTS_EINVAL;
+  xreq *x = (xreq *)(void *)req;
+  x->cmd.fn = xreq_cmd;
+  pts__task_init(&x->t, global, fn, data);
+  x->source = source;
+  pts__loop_send_from_any_thread(global->loop, &x->cmd);
+  return 0;
+}
+
 typedef struct xcall {
   pts__command cmd;
   pts_task_fn fn;
@@ -582,6 +613,30 @@ static pick choose(pts_loop *loop, bool may_start_idle, bool commit) {
 
 enum { DID_WORK = 1, DID_TASK = 2 };
 
+/* The urgency class of each pick class. */
+static int urgency_of(int cls) {
+  switch (cls) {
+    case CLS_INPUT:
+      return PTS__URGENCY_INPUT;
+    case CLS_HIGH:
+      return PTS__URGENCY_HIGH;
+    case CLS_FIFO:
+      return PTS__URGENCY_FIFO;
+    case CLS_LOW:
+      return PTS__URGENCY_LOW;
+    case CLS_IDLE:
+      return PTS__URGENCY_IDLE;
+    default:
+      return PTS__URGENCY_NONE;
+  }
+}
+
+/* The urgency class of a scheduler task of effective priority prio (the
+ * default policy, docs/loop.md). */
+static int urgency_of_priority(int prio) {
+  return prio >= 3 ? PTS__URGENCY_HIGH : prio == 2 ? PTS__URGENCY_FIFO : PTS__URGENCY_LOW;
+}
+
 /* True when the inbox's next command, if it is a message task, would be the
  * pick of this step: nothing else is queued, due or pending in the loop. */
 static bool inbox_is_next(pts_loop *loop) {
@@ -600,20 +655,21 @@ static int inbox_step(pts_loop *loop) {
   pts__mpsc_node *n = pts__mpsc_pop(&loop->inbox);
   if (n == NULL) return 0;
   pts__command *c = container_of(n, pts__command, node);
-  if (c->fn == xpost_cmd) {
-    xpost *x = container_of(c, xpost, cmd);
-    pts_global *g = x->t.global;
-    if (g->active && !g->detached) {
-      loop->next_order++; /* spec: the task was queued */
-      loop->streak = 0;   /* a pick with no other class waiting */
-      loop->inbox_more = pts__mpsc_maybe_nonempty(&loop->inbox);
-      xpost_finish(x, 0);
-      if (loop->mt_head != NULL) checkpoint(loop);
-      return 2;
-    }
+  pts__task *t = NULL;
+  if (c->fn == xreq_cmd)
+    t = &container_of(c, xreq, cmd)->t;
+  else if (c->fn == xpost_cmd)
+    t = &container_of(c, xpost, cmd)->t;
+  if (t == NULL || !t->global->active || t->global->detached) {
+    c->fn(c, 0);
+    return 1;
   }
-  c->fn(c, 0);
-  return 1;
+  loop->next_order++; /* spec: the task was queued */
+  loop->streak = 0;   /* a pick with no other class waiting */
+  loop->inbox_more = pts__mpsc_maybe_nonempty(&loop->inbox);
+  t->fn(t->data, 0); /* the caller may reuse its request from here on */
+  if (loop->mt_head != NULL) checkpoint(loop);
+  return 2;
 }
 
 /* One iteration: inbox, due timers, one task, microtask checkpoint.
@@ -629,7 +685,10 @@ static int step(pts_loop *loop, bool may_start_idle) {
   if (pts__mpsc_maybe_nonempty(&loop->inbox)) {
     if (inbox_is_next(loop)) {
       int r = inbox_step(loop);
-      if (r == 2) return DID_WORK | DID_TASK;
+      if (r == 2) {
+        loop->last_urgency = PTS__URGENCY_FIFO;
+        return DID_WORK | DID_TASK;
+      }
       if (r == 1) did |= DID_WORK;
     }
     if (drain_inbox(loop)) did |= DID_WORK;
@@ -648,12 +707,15 @@ static int step(pts_loop *loop, bool may_start_idle) {
   if (loop->ready == NULL && loop->prov != NULL) {
     /* The starvation guard sees one waiting class: its streak ends. */
     loop->streak = 0;
-    if (loop->prov->run_next(loop->prov_ctx)) {
+    int ran = loop->prov->run_next(loop->prov_ctx);
+    if (ran) {
+      loop->last_urgency = (uint8_t)urgency_of_priority(ran - 1);
       if (loop->mt_head != NULL) checkpoint(loop);
       return did | DID_WORK | DID_TASK;
     }
   }
   pick p = choose(loop, may_start_idle, true);
+  loop->last_urgency = (uint8_t)urgency_of(p.cls);
   switch (p.cls) {
     case CLS_NONE:
       return did;
@@ -779,24 +841,6 @@ void pts__loop_pool_detach(pts_loop *loop) {
   leave_running(loop); /* the owner stays this thread (bound) */
 }
 
-/* The urgency class of each pick class. */
-static int urgency_of(int cls) {
-  switch (cls) {
-    case CLS_INPUT:
-      return PTS__URGENCY_INPUT;
-    case CLS_HIGH:
-      return PTS__URGENCY_HIGH;
-    case CLS_FIFO:
-      return PTS__URGENCY_FIFO;
-    case CLS_LOW:
-      return PTS__URGENCY_LOW;
-    case CLS_IDLE:
-      return PTS__URGENCY_IDLE;
-    default:
-      return PTS__URGENCY_NONE;
-  }
-}
-
 int pts__loop_poll(pts_loop *loop) {
   drain_inbox(loop);
   pts__timers_fire_due(loop);
@@ -816,6 +860,8 @@ uint64_t pts__loop_next_deadline(pts_loop *loop) {
 }
 
 bool pts__loop_take_stop(pts_loop *loop) { return take_stop(loop); }
+
+int pts__loop_last_urgency(const pts_loop *loop) { return loop->last_urgency; }
 
 int pts_loop_advance(pts_loop *loop, uint64_t delta_ns) {
   if (loop == NULL) return PTS_EINVAL;

@@ -124,10 +124,11 @@ typedef struct pts__provider_ops {
    * *order to that task's enqueue order. Must not scan tasks. */
   int (*peek)(void *ctx, uint64_t *order);
   /* Run the most urgent task, the one peek would describe (the loop sets no
-   * scheduling state: the task's steps do); return 1, or 0 if none is
-   * runnable. The loop runs the microtask checkpoint after. When no ordinary
-   * task is ready the loop calls this without peeking first (the hot path of
-   * docs/loop.md), so it must do its own selection. */
+   * scheduling state: the task's steps do); return 1 + its effective
+   * priority (1..6), or 0 if none is runnable. The loop runs the microtask
+   * checkpoint after. When no ordinary task is ready the loop calls this
+   * without peeking first (the hot path of docs/loop.md), so it must do its
+   * own selection. */
   int (*run_next)(void *ctx);
   /* A global became active/inactive (what = 1/0) or was detached (what = -1). */
   void (*global_changed)(void *ctx, pts_global *g, int what);
@@ -180,6 +181,10 @@ int pts__loop_poll(pts_loop *loop);
 /* Runs at most one task and its microtask checkpoint (after the same inbox
  * and timer steps). Returns 1 if a task ran. */
 int pts__loop_step(pts_loop *loop);
+/* The urgency class (PTS__URGENCY_*) of the task the last step ran, or
+ * PTS__URGENCY_NONE if it ran none: the class of each task, for statistics,
+ * without a poll after every step. */
+int pts__loop_last_urgency(const pts_loop *loop);
 /* Earliest timer deadline in loop time (ns), or UINT64_MAX if none. */
 uint64_t pts__loop_next_deadline(pts_loop *loop);
 /* Consumes a pending pts_loop_stop() request; true if there was one. */

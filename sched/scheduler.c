@@ -898,7 +898,8 @@ static int peek(void *vc, uint64_t *order) {
 }
 
 /* spec: the task's steps (set the state, invoke, settle, clear), then the
- * handle's task complete steps. Returns 0 when no queue has a task. */
+ * handle's task complete steps. Returns 1 + the task's effective priority,
+ * or 0 when no queue has a task. */
 static int run_next(void *vc) {
   sctx *c = vc;
   if (!c->bitmap) return 0;
@@ -919,7 +920,7 @@ static int run_next(void *vc) {
     if (--t->state->hdr.refs == 0) state_destroy(&t->state->hdr);
     c->stats.live_tasks--;
     pts__loop_pool_free(loop, t, sizeof(stask));
-    return 1;
+    return l + 1;
   }
   t->status = S_RUNNING;
   switch (t->kind) {
@@ -951,7 +952,7 @@ static int run_next(void *vc) {
   if (!q->head) queue_removal_steps(q);
   t->status = S_DONE;
   task_free(c, t);
-  return 1;
+  return l + 1;
 }
 
 /* ==== postTask and yield ==== */

@@ -35,6 +35,10 @@
 /* Blocks a thread's cache keeps per class at the most. */
 #define PTS__NODE_CACHE_MAX 65536
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Any thread. A block of at least size bytes (<= PTS__NODE_LARGE), aligned
  * to 8, or NULL when out of memory. */
 void *pts__node_get(size_t size);
@@ -51,5 +55,9 @@ void pts__node_flush(void);
  * freed). */
 uint64_t pts__node_mallocs(void);
 uint64_t pts__node_live(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* PTSCHED_SYNC_NODECACHE_H */

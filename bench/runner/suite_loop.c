@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -269,29 +270,44 @@ static void *xt_thread(void *arg) {
 
 typedef struct xt_arg {
   size_t n;
+  bool cached; /* pts_queue_task_from_any_thread instead of requests */
   double csw_per_1k;
 } xt_arg;
 
+/* The stream of posts. By default with caller-owned requests allocated
+ * before the clock starts, as the floor and the peers pre-allocate their
+ * nodes; `cached`: the allocating form, whose blocks come from the
+ * producer's node cache (sync/nodecache.h). */
 static double s_xt_post(void *arg) {
   xt_arg *a = arg;
   xt x;
   memset(&x, 0, sizeof x);
   x.n = a->n;
-  if (pts_loop_new(NULL, &x.loop) != 0) return -1;
+  pts_task_req *reqs = a->cached ? NULL : calloc(x.n, sizeof *reqs);
+  if (!a->cached && reqs == NULL) return -1;
+  if (pts_loop_new(NULL, &x.loop) != 0) {
+    free(reqs);
+    return -1;
+  }
   x.g = pts_loop_default_global(x.loop);
   pthread_t th;
   double r = -1;
   if (pthread_create(&th, NULL, xt_thread, &x) == 0) {
     rb_wait_ready(&x.ready);
     uint64_t t0 = rb_now_ns();
-    for (size_t i = 0; i < x.n; i++)
-      if (pts_queue_task_from_any_thread(x.g, PTS_SOURCE_MESSAGE, xt_task, &x) != 0)
-        break;
+    for (size_t i = 0; i < x.n; i++) {
+      int rc = a->cached
+                   ? pts_queue_task_from_any_thread(x.g, PTS_SOURCE_MESSAGE, xt_task, &x)
+                   : pts_queue_task_req_from_any_thread(x.g, PTS_SOURCE_MESSAGE,
+                                                        &reqs[i], xt_task, &x);
+      if (rc != 0) break;
+    }
     pthread_join(th, NULL);
     if (x.count == x.n) r = (double)(x.end - t0) / (double)x.n;
     a->csw_per_1k = (double)x.csw * 1000.0 / (double)x.n;
   }
   pts_loop_free(x.loop);
+  free(reqs);
   return r;
 }
 
@@ -380,12 +396,13 @@ void rb_suite_crossthread(rb_ctx *ctx) {
   size_t n = rb_n(ctx, 200000, 20000);
   size_t rounds = rb_n(ctx, 2000, 200);
   rb_progress(ctx, "stream of %zu posts from another thread: floor, libevent, libuv, ptsched", n);
-  xt_arg xa = {n, 0};
+  xt_arg xa = {n, false, 0}, xc = {n, true, 0};
   const rb_spec g1[] = {
       {"crossthread.floor_mpsc.ns_per_task", "ns", RB_FLOOR, p_floor_mpsc, &n},
       {"crossthread.libevent_active.ns_per_task", "ns", RB_PEER, p_ev_xthread, &n},
       {"crossthread.libuv_async.ns_per_task", "ns", RB_PEER, p_uv_async, &n},
       {"crossthread.post.ns_per_task", "ns", RB_PTSCHED, s_xt_post, &xa},
+      {"crossthread.post_cached.ns_per_task", "ns", RB_PTSCHED, s_xt_post, &xc},
   };
   rb_measure_group(ctx, g1, sizeof g1 / sizeof g1[0]);
   if (rb_find(ctx, "crossthread.post.ns_per_task")) {
@@ -395,6 +412,9 @@ void rb_suite_crossthread(rb_ctx *ctx) {
             "voluntary context switches of the consuming loop per 1,000 posts (last run)");
   }
   rb_compare(ctx, "crossthread.post.ns_per_task", "crossthread.floor_mpsc.ns_per_task",
+             "crossthread.libevent_active.ns_per_task",
+             "crossthread.libuv_async.ns_per_task", NULL);
+  rb_compare(ctx, "crossthread.post_cached.ns_per_task", "crossthread.floor_mpsc.ns_per_task",
              "crossthread.libevent_active.ns_per_task",
              "crossthread.libuv_async.ns_per_task", NULL);
   rb_target(ctx, "crossthread.post.ns_per_task", 30,

@@ -137,6 +137,25 @@ PTS_EXTERN int pts_queue_task_from_any_thread(pts_global *global,
                                               pts_task_source source,
                                               pts_task_fn fn, void *data);
 
+/* Caller-owned storage for one cross-thread task, like libuv's requests: with
+ * it, posting from another thread allocates nothing. The contents are private
+ * to ptsched (ABI: the size is fixed for a major version; a larger request
+ * would be a new type). A request belongs to ptsched from a successful
+ * pts_queue_task_req_from_any_thread() until its fn has been called; then
+ * the caller may reuse or free it (from fn itself too). */
+typedef struct pts_task_req {
+  void *pts_private[10];
+} pts_task_req;
+
+/* pts_queue_task_from_any_thread() with caller-owned storage: the same
+ * contract (any thread, posting order per producer, exactly one call of fn
+ * with 0 or PTS_ECANCELED), and no allocation. Errors: PTS_EINVAL (NULL
+ * global, req or fn, unknown source); on an error req is untouched. */
+PTS_EXTERN int pts_queue_task_req_from_any_thread(pts_global *global,
+                                                  pts_task_source source,
+                                                  pts_task_req *req,
+                                                  pts_task_fn fn, void *data);
+
 /* Runs fn on the owner thread at the next inbox drain, between two tasks and
  * not as a task (no microtask checkpoint of its own). Any thread. For
  * commands that must apply whole, e.g. an abort sent from another thread. */

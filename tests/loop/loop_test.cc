@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "util.h"
@@ -554,4 +555,137 @@ TEST(Loop, PoolReusesBlocksBySizeClass) {
   pts__loop_pool_free(loop, z, 0);
   pts__loop_pool_free(loop, nullptr, 16);
   EXPECT_EQ(pts_loop_free(loop), 0);  // releases the free lists (LSan checks)
+}
+
+// ---- caller-owned requests and the inbox hot path (docs/loop.md) ----
+
+TEST(Loop, TaskRequestBadInputLeavesTheRequestAlone) {
+  pts_loop *loop = new_loop();
+  pts_global *g = pts_loop_default_global(loop);
+  pts_task_req req;
+  memset(&req, 0xab, sizeof req);
+  EXPECT_EQ(pts_queue_task_req_from_any_thread(nullptr, PTS_SOURCE_MESSAGE, &req, noop, nullptr),
+            PTS_EINVAL);
+  EXPECT_EQ(pts_queue_task_req_from_any_thread(g, PTS_SOURCE_MESSAGE, nullptr, noop, nullptr),
+            PTS_EINVAL);
+  EXPECT_EQ(pts_queue_task_req_from_any_thread(g, PTS_SOURCE_MESSAGE, &req, nullptr, nullptr),
+            PTS_EINVAL);
+  EXPECT_EQ(pts_queue_task_req_from_any_thread(g, PTS_SOURCE_COUNT, &req, noop, nullptr),
+            PTS_EINVAL);
+  for (size_t i = 0; i < sizeof req; i++)
+    ASSERT_EQ(reinterpret_cast<unsigned char *>(&req)[i], 0xab);
+  EXPECT_EQ(pts_loop_run(loop, PTS_RUN_UNTIL_IDLE), 0);
+  EXPECT_EQ(pts_loop_free(loop), 0);
+}
+
+// A request may be reused from its own callback: the loop is done with it.
+struct ReqChain {
+  pts_global *g;
+  pts_task_req req;
+  int left;
+  Log *log;
+};
+static void req_chain_fn(void *d, int status) {
+  ReqChain *c = static_cast<ReqChain *>(d);
+  c->log->add(status == 0 ? "r" + std::to_string(c->left) : "cancel");
+  if (status == 0 && --c->left > 0) {
+    ASSERT_EQ(pts_queue_task_req_from_any_thread(c->g, PTS_SOURCE_MESSAGE, &c->req,
+                                                 req_chain_fn, c), 0);
+  }
+}
+
+TEST(Loop, TaskRequestRunsOnceAndIsReusableFromItsCallback) {
+  pts_loop *loop = new_loop();
+  Log log;
+  ReqChain c{pts_loop_default_global(loop), {}, 3, &log};
+  ASSERT_EQ(pts_queue_task_req_from_any_thread(c.g, PTS_SOURCE_MESSAGE, &c.req, req_chain_fn, &c),
+            0);
+  EXPECT_EQ(pts_loop_run(loop, PTS_RUN_UNTIL_IDLE), 1);
+  EXPECT_EQ(log.str(), "r3 r2 r1");
+  EXPECT_EQ(pts_loop_free(loop), 0);
+}
+
+TEST(Loop, TaskRequestIsCanceledByDetachAndByFree) {
+  pts_loop *loop = new_loop();
+  pts_global *g;
+  ASSERT_EQ(pts_global_new(loop, &g), 0);
+  Log log;
+  Rec a{&log, "a"}, b{&log, "b"};
+  pts_task_req ra, rb;
+  ASSERT_EQ(pts_queue_task_req_from_any_thread(g, PTS_SOURCE_MESSAGE, &ra, rec_fn, &a), 0);
+  ASSERT_EQ(pts_global_detach(g), 0);
+  EXPECT_EQ(pts_loop_run(loop, PTS_RUN_UNTIL_IDLE), 0);  // drained: g is detached
+  EXPECT_EQ(log.str(), "a!");
+  ASSERT_EQ(pts_queue_task_req_from_any_thread(pts_loop_default_global(loop), PTS_SOURCE_MESSAGE,
+                                               &rb, rec_fn, &b), 0);
+  EXPECT_EQ(pts_loop_free(loop), 0);  // still in the inbox
+  EXPECT_EQ(log.str(), "a! b!");
+  EXPECT_EQ(a.calls + b.calls, 2);
+}
+
+TEST(Loop, InboxTaskDoesNotOvertakeRunnableWork) {
+  // The hot path runs a message task straight from the inbox only when it
+  // would be the pick anyway. Here a generic task is queued first, and an
+  // inactive global's message task must not run at all.
+  pts_loop *loop = new_loop();
+  pts_global *d = pts_loop_default_global(loop), *g;
+  ASSERT_EQ(pts_global_new(loop, &g), 0);
+  ASSERT_EQ(pts_global_set_active(g, false), 0);
+  Log log;
+  Rec first{&log, "generic"}, x{&log, "msg"}, y{&log, "inactive"};
+  pts_task_req rx, ry;
+  ASSERT_EQ(pts_queue_task(d, PTS_SOURCE_GENERIC, rec_fn, &first), 0);
+  ASSERT_EQ(pts_queue_task_req_from_any_thread(g, PTS_SOURCE_MESSAGE, &ry, rec_fn, &y), 0);
+  ASSERT_EQ(pts_queue_task_req_from_any_thread(d, PTS_SOURCE_MESSAGE, &rx, rec_fn, &x), 0);
+  EXPECT_EQ(pts_loop_run(loop, PTS_RUN_ONCE), 1);
+  EXPECT_EQ(log.str(), "generic");
+  EXPECT_EQ(pts_loop_run(loop, PTS_RUN_UNTIL_IDLE), 1);
+  EXPECT_EQ(log.str(), "generic msg");
+  ASSERT_EQ(pts_global_set_active(g, true), 0);
+  EXPECT_EQ(pts_loop_run(loop, PTS_RUN_UNTIL_IDLE), 1);
+  EXPECT_EQ(log.str(), "generic msg inactive");
+  EXPECT_EQ(pts_loop_free(loop), 0);
+}
+
+TEST(Loop, InboxTaskTakesAnEnqueueOrderOnTheHotPath) {
+  // spec: a queued task takes the next enqueue order; the hot path runs it
+  // without queueing but must consume its order all the same.
+  pts_loop *loop = new_loop();
+  pts_global *g = pts_loop_default_global(loop);
+  uint64_t before = pts__loop_take_enqueue_order(loop);
+  Log log;
+  Rec x{&log, "x"};
+  pts_task_req rx;
+  ASSERT_EQ(pts_queue_task_req_from_any_thread(g, PTS_SOURCE_MESSAGE, &rx, rec_fn, &x), 0);
+  EXPECT_EQ(pts_loop_run(loop, PTS_RUN_ONCE), 1);
+  EXPECT_EQ(pts__loop_take_enqueue_order(loop), before + 2);
+  EXPECT_EQ(pts_loop_free(loop), 0);
+}
+
+TEST(Loop, ManyProducersWithRequestsExactlyOnceAndPerProducerFifo) {
+  const int P = 3;
+  const long N = 50000;
+  pts_loop *loop = new_loop();
+  pts_global *g = pts_loop_default_global(loop);
+  Stress s{loop, P, N, std::vector<long>(P, 0)};
+  std::vector<std::vector<Item>> items(P);
+  std::vector<std::vector<pts_task_req>> reqs(P, std::vector<pts_task_req>(N));
+  for (int p = 0; p < P; p++) {
+    items[p].resize(N);
+    for (long i = 0; i < N; i++) items[p][i] = Item{&s, p, i};
+  }
+  std::vector<std::thread> ts;
+  for (int p = 0; p < P; p++) {
+    ts.emplace_back([&, p] {
+      for (long i = 0; i < N; i++)
+        ASSERT_EQ(pts_queue_task_req_from_any_thread(g, (pts_task_source)(1 + (i % 3)),
+                                                     &reqs[p][i], stress_fn, &items[p][i]), 0);
+    });
+  }
+  EXPECT_EQ(pts_loop_run(loop, PTS_RUN_FOREVER), 1);
+  for (auto &t : ts) t.join();
+  EXPECT_EQ(s.total, P * N);
+  for (int p = 0; p < P; p++) EXPECT_EQ(s.next[p], N);
+  EXPECT_EQ(pts_loop_run(loop, PTS_RUN_UNTIL_IDLE), 0);
+  EXPECT_EQ(pts_loop_free(loop), 0);
 }

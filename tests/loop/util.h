@@ -105,7 +105,7 @@ struct FakeProvider {
       if (!p->q[i].empty()) {
         p->log->add(p->q[i].front().label);
         p->q[i].pop_front();
-        return 1;
+        return i + 1;
       }
     }
     return 0;  // the loop may ask without peeking first (loop_internal.h)
