@@ -268,6 +268,9 @@ static void refresh(pts__worker *w, pts_agent *a, bool ran, uint64_t cpu_ns) {
   a->q_stale = false;
   uint64_t depth =
       atomic_load_explicit(&a->posted, memory_order_relaxed) - a->applied;
+  /* Steps of a burst drain the inbox too: the deepest of their passes. */
+  uint64_t passed = pts__loop_take_drained_max(a->loop);
+  if (passed > depth && depth < (UINT64_C(1) << 62)) depth = passed;
   if (depth > atomic_load_explicit(&a->st_inbox_max, memory_order_relaxed) &&
       depth < (UINT64_C(1) << 62))
     atomic_store_explicit(&a->st_inbox_max, depth, memory_order_relaxed);

@@ -375,9 +375,16 @@ int pts_loop_call_from_any_thread(pts_loop *loop, pts_task_fn fn, void *data) {
   return 0;
 }
 
-/* Returns true if a command ran; inbox_more tells whether the batch limit
- * (not an empty inbox) ended the drain. */
-static bool drain_inbox(pts_loop *loop) {
+/* Records a pass that applied n commands (the deepest pass is a statistic
+ * of the agents layer: pts__loop_take_drained_max). */
+static inline void note_drained(pts_loop *loop, uint32_t n) {
+  if (n > loop->drained_max) loop->drained_max = n;
+}
+
+/* Returns how many commands ran (after `already` taken by the caller in
+ * the same pass); inbox_more tells whether the batch limit (not an empty
+ * inbox) ended the drain. */
+static int drain_inbox(pts_loop *loop, uint32_t already) {
   int i;
   for (i = 0; i < INBOX_BATCH; i++) {
     pts__mpsc_node *n = pts__mpsc_pop(&loop->inbox);
@@ -386,7 +393,8 @@ static bool drain_inbox(pts_loop *loop) {
     c->fn(c, 0);
   }
   loop->inbox_more = i == INBOX_BATCH;
-  return i > 0;
+  note_drained(loop, already + (uint32_t)i);
+  return i;
 }
 
 static void cancel_inbox(pts_loop *loop) {
@@ -613,6 +621,11 @@ static pick choose(pts_loop *loop, bool may_start_idle, bool commit) {
 
 enum { DID_WORK = 1, DID_TASK = 2 };
 
+/* loop->last_pick: what the last step ran, decoded only when asked
+ * (pts__loop_last_urgency): 1..6, the provider's 1 + effective priority;
+ * LAST_PICK_CLASS + a pick class otherwise. One store per step. */
+#define LAST_PICK_CLASS 16
+
 /* The urgency class of each pick class. */
 static int urgency_of(int cls) {
   switch (cls) {
@@ -686,12 +699,12 @@ static int step(pts_loop *loop, bool may_start_idle) {
     if (inbox_is_next(loop)) {
       int r = inbox_step(loop);
       if (r == 2) {
-        loop->last_urgency = PTS__URGENCY_FIFO;
+        loop->last_pick = LAST_PICK_CLASS + CLS_FIFO;
         return DID_WORK | DID_TASK;
       }
       if (r == 1) did |= DID_WORK;
     }
-    if (drain_inbox(loop)) did |= DID_WORK;
+    if (drain_inbox(loop, did ? 1 : 0) > 0) did |= DID_WORK;
   }
   if (loop->heap.len != 0) {
     uint64_t seq = loop->timer_seq, len = loop->heap.len;
@@ -709,13 +722,13 @@ static int step(pts_loop *loop, bool may_start_idle) {
     loop->streak = 0;
     int ran = loop->prov->run_next(loop->prov_ctx);
     if (ran) {
-      loop->last_urgency = (uint8_t)urgency_of_priority(ran - 1);
+      loop->last_pick = (uint8_t)ran;
       if (loop->mt_head != NULL) checkpoint(loop);
       return did | DID_WORK | DID_TASK;
     }
   }
   pick p = choose(loop, may_start_idle, true);
-  loop->last_urgency = (uint8_t)urgency_of(p.cls);
+  loop->last_pick = (uint8_t)(LAST_PICK_CLASS + p.cls);
   switch (p.cls) {
     case CLS_NONE:
       return did;
@@ -842,7 +855,7 @@ void pts__loop_pool_detach(pts_loop *loop) {
 }
 
 int pts__loop_poll(pts_loop *loop) {
-  drain_inbox(loop);
+  drain_inbox(loop, 0);
   pts__timers_fire_due(loop);
   if (loop->mt_head != NULL) checkpoint(loop);
   if (loop->inbox_more) wake_owner(loop); /* protocol step 4 */
@@ -861,7 +874,17 @@ uint64_t pts__loop_next_deadline(pts_loop *loop) {
 
 bool pts__loop_take_stop(pts_loop *loop) { return take_stop(loop); }
 
-int pts__loop_last_urgency(const pts_loop *loop) { return loop->last_urgency; }
+uint32_t pts__loop_take_drained_max(pts_loop *loop) {
+  uint32_t n = loop->drained_max;
+  loop->drained_max = 0;
+  return n;
+}
+
+int pts__loop_last_urgency(const pts_loop *loop) {
+  unsigned p = loop->last_pick;
+  return p >= LAST_PICK_CLASS ? urgency_of((int)(p - LAST_PICK_CLASS))
+                              : urgency_of_priority((int)p - 1);
+}
 
 int pts_loop_advance(pts_loop *loop, uint64_t delta_ns) {
   if (loop == NULL) return PTS_EINVAL;

@@ -123,7 +123,8 @@ struct pts_loop {
   bool virtual_clock;
   uint32_t starvation_limit;
   uint32_t streak; /* starvation guard: consecutive picks that passed a lower class */
-  uint8_t last_urgency; /* PTS__URGENCY_* of the task the last step ran */
+  uint8_t last_pick; /* what the last step ran (loop.c, LAST_PICK_CLASS) */
+  uint32_t drained_max; /* most commands applied in one pass since taken */
   uint64_t vnow;   /* virtual clock, ns */
   uint64_t next_order; /* spec: next enqueue order */
   uint64_t timer_seq;

@@ -185,6 +185,10 @@ int pts__loop_step(pts_loop *loop);
  * PTS__URGENCY_NONE if it ran none: the class of each task, for statistics,
  * without a poll after every step. */
 int pts__loop_last_urgency(const pts_loop *loop);
+/* The most commands applied from the inbox in one pass (a poll or a step)
+ * since the last call, then 0 again: the depth the inbox had, for the
+ * statistics of a pool that does not poll after every step. */
+uint32_t pts__loop_take_drained_max(pts_loop *loop);
 /* Earliest timer deadline in loop time (ns), or UINT64_MAX if none. */
 uint64_t pts__loop_next_deadline(pts_loop *loop);
 /* Consumes a pending pts_loop_stop() request; true if there was one. */
