@@ -394,7 +394,7 @@ static void xtask_run(void *d, int status) {
   xtask *x = d;
   pts_agent *a = x->agent;
   if (status == 0) {
-    uint64_t now = pts__now_ns();
+    uint64_t now = pts__stat_now_ns();
     pts__agent_record_delay(a, now > x->due_ns ? now - x->due_ns : 0);
     pts_value v = x->cb(x->data, 0);
     if (v.kind == PTS_VALUE_PROMISE) {
@@ -490,7 +490,7 @@ int pts_agent_post_task(pts_agent *a, const pts_agent_post_options *opts,
   x->signal = NULL;
   x->priority = o.priority;
   x->delay_ms = o.delay_ms;
-  x->due_ns = pts__now_ns();
+  x->due_ns = pts__stat_now_ns();
   x->status = 0;
   x->result = pts_undefined();
   if (!pts__gate_enter(a)) {

@@ -319,12 +319,14 @@ int pts_queue_task_from_any_thread(pts_global *global, pts_task_source source,
   return 0;
 }
 
-/* A caller-owned request (pts_task_req): the task's own fn and data are the
- * caller's, since nothing is freed before the call. */
+/* A caller-owned request (pts_task_req): the command and the task, 64
+ * bytes, so a request the caller aligns to a cache line crosses the cores
+ * as one line. The task's own fn and data are the caller's (nothing is
+ * freed before the call), and until the task is queued its order field
+ * carries the source (queueing sets the order). */
 typedef struct xreq {
   pts__command cmd;
   pts__task t;
-  pts_task_source source;
 } xreq;
 
 _Static_assert(sizeof(xreq) <= sizeof(pts_task_req), "pts_task_req is too small");
@@ -332,7 +334,8 @@ _Static_assert(_Alignof(xreq) <= _Alignof(pts_task_req), "pts_task_req alignment
 
 static void xreq_cmd(pts__command *cmd, int status) {
   xreq *x = container_of(cmd, xreq, cmd);
-  if (status == 0 && pts__task_queue(&x->t, x->source) == 0) return;
+  pts_task_source source = (pts_task_source)x->t.order;
+  if (status == 0 && pts__task_queue(&x->t, source) == 0) return;
   x->t.fn(x->t.data, PTS_ECANCELED);
 }
 
@@ -345,7 +348,7 @@ int pts_queue_task_req_from_any_thread(pts_global *global, pts_task_source sourc
   xreq *x = (xreq *)(void *)req;
   x->cmd.fn = xreq_cmd;
   pts__task_init(&x->t, global, fn, data);
-  x->source = source;
+  x->t.order = (uint64_t)source;
   pts__loop_send_from_any_thread(global->loop, &x->cmd);
   return 0;
 }
@@ -685,20 +688,38 @@ static int inbox_step(pts_loop *loop) {
   return 2;
 }
 
+/* Nothing but the provider's queues can have work for the next pick: no
+ * command linked in the inbox, no armed timer, no ordinary task ready, no
+ * stop requested (a relaxed load: the stop is seen at this task boundary or
+ * the next). */
+static inline bool only_provider_work(pts_loop *loop) {
+  return !pts__mpsc_maybe_nonempty(&loop->inbox) && loop->heap.len == 0 &&
+         loop->ready == NULL &&
+         !atomic_load_explicit(&loop->stop_requested, memory_order_relaxed);
+}
+
 /* One iteration: inbox, due timers, one task, microtask checkpoint.
  *
- * The hot path (docs/loop.md, "What a task costs"): each phase is skipped
+ * The hot path (docs/loop.md, "Processing model"): each phase is skipped
  * with one branch when it cannot matter: no node linked in the inbox, no
  * armed timer, no microtask queued. When no ordinary task is ready, the
  * scheduler's most urgent task is the pick whatever its class (only idle
  * callbacks rank below it), so the provider runs it without the peek and
- * the class comparison of choose(). */
-static int step(pts_loop *loop, bool may_start_idle) {
+ * the class comparison of choose(). With `burst` (run modes other than
+ * once), tasks follow each other in the same call while nothing but the
+ * provider's queues, or nothing but the inbox's message tasks, has work. */
+static int step(pts_loop *loop, bool may_start_idle, bool burst) {
   int did = 0;
   if (pts__mpsc_maybe_nonempty(&loop->inbox)) {
     if (inbox_is_next(loop)) {
       int r = inbox_step(loop);
       if (r == 2) {
+        /* A burst, as for the provider below: while the inbox is all the
+         * work there is, the next iterations would take this path too. */
+        while (burst && pts__mpsc_maybe_nonempty(&loop->inbox) &&
+               !atomic_load_explicit(&loop->stop_requested, memory_order_relaxed) &&
+               inbox_is_next(loop) && inbox_step(loop) == 2) {
+        }
         loop->last_pick = LAST_PICK_CLASS + CLS_FIFO;
         return DID_WORK | DID_TASK;
       }
@@ -722,8 +743,17 @@ static int step(pts_loop *loop, bool may_start_idle) {
     loop->streak = 0;
     int ran = loop->prov->run_next(loop->prov_ctx);
     if (ran) {
-      loop->last_pick = (uint8_t)ran;
       if (loop->mt_head != NULL) checkpoint(loop);
+      /* A burst: while the scheduler's queues are all the work there is,
+       * each next iteration would take exactly this path, so it runs here
+       * without going round the loop (one task, one checkpoint each). */
+      int more;
+      while (burst && only_provider_work(loop) &&
+             (more = loop->prov->run_next(loop->prov_ctx)) != 0) {
+        ran = more;
+        if (loop->mt_head != NULL) checkpoint(loop);
+      }
+      loop->last_pick = (uint8_t)ran;
       return did | DID_WORK | DID_TASK;
     }
   }
@@ -786,7 +816,7 @@ static int run_core(pts_loop *loop, pts_run_mode mode, bool honor_stop) {
     /* Until-idle runs at most one idle period: an idle callback that
      * requests another must not keep the call from returning. */
     bool may_start_idle = mode != PTS_RUN_UNTIL_IDLE || !loop->idle_period_this_run;
-    int did = step(loop, may_start_idle);
+    int did = step(loop, may_start_idle, mode != PTS_RUN_ONCE);
     if (did & DID_TASK) ran = 1;
     if (honor_stop && take_stop(loop)) break;
     if ((did & DID_TASK) && mode == PTS_RUN_ONCE) break;
@@ -863,7 +893,7 @@ int pts__loop_poll(pts_loop *loop) {
 }
 
 int pts__loop_step(pts_loop *loop) {
-  int did = step(loop, true);
+  int did = step(loop, true, false);
   if (loop->inbox_more) wake_owner(loop); /* protocol step 4 */
   return (did & DID_TASK) ? 1 : 0;
 }

@@ -66,11 +66,13 @@ void pts__loop_set_idle_state_factory(pts_loop *loop,
 /* An ordinary task node, embedded in its owner. Linked in one of a global's
  * source queues while queued. */
 typedef struct pts__task {
-  struct pts__task *next, *prev; /* queue links, owned by the loop */
-  uint64_t order;                /* enqueue order, set when queued */
+  /* What running it needs first: a command that embeds a task and runs it
+   * straight from the inbox reads these and nothing after them. */
   pts_global *global;
   pts_task_fn fn;
   void *data;
+  struct pts__task *next, *prev; /* queue links, owned by the loop */
+  uint64_t order;                /* enqueue order, set when queued */
 } pts__task;
 
 void pts__task_init(pts__task *t, pts_global *g, pts_task_fn fn, void *data);

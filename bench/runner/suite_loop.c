@@ -283,7 +283,8 @@ static double s_xt_post(void *arg) {
   xt x;
   memset(&x, 0, sizeof x);
   x.n = a->n;
-  pts_task_req *reqs = a->cached ? NULL : calloc(x.n, sizeof *reqs);
+  /* One cache line each, as the header recommends. */
+  pts_task_req *reqs = a->cached ? NULL : aligned_alloc(64, x.n * sizeof *reqs);
   if (!a->cached && reqs == NULL) return -1;
   if (pts_loop_new(NULL, &x.loop) != 0) {
     free(reqs);

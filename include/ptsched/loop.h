@@ -139,12 +139,13 @@ PTS_EXTERN int pts_queue_task_from_any_thread(pts_global *global,
 
 /* Caller-owned storage for one cross-thread task, like libuv's requests: with
  * it, posting from another thread allocates nothing. The contents are private
- * to ptsched (ABI: the size is fixed for a major version; a larger request
- * would be a new type). A request belongs to ptsched from a successful
- * pts_queue_task_req_from_any_thread() until its fn has been called; then
- * the caller may reuse or free it (from fn itself too). */
+ * to ptsched (ABI: 64 bytes, fixed for a major version; a larger request
+ * would be a new type). Aligned to 64 bytes (aligned_alloc), a request is one
+ * cache line for the consuming thread to fetch. A request belongs to ptsched
+ * from a successful pts_queue_task_req_from_any_thread() until its fn has
+ * been called; then the caller may reuse or free it (from fn itself too). */
 typedef struct pts_task_req {
-  void *pts_private[10];
+  void *pts_private[8];
 } pts_task_req;
 
 /* pts_queue_task_from_any_thread() with caller-owned storage: the same
