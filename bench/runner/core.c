@@ -1,9 +1,11 @@
-/* bench/runner/core.c: summaries, fairness index, key format, JSON strings
- * and option parsing for the benchmark runner (see core.h). Pure functions:
+/* bench/runner/core.c: summaries, fairness index, ratios and targets, key
+ * format, JSON strings and option parsing for the benchmark runner (see
+ * core.h). Pure functions:
  * no clock, no I/O, no global state besides the constant suite list.
  */
 #include "bench/runner/core.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +80,35 @@ double rb_weighted_jain(const double *used, const double *weight, size_t n) {
   double j = rb_jain_index(x, n);
   free(x);
   return j;
+}
+
+int rb_ratio(double num, double den, double *out) {
+  if (!isfinite(num) || !isfinite(den) || den <= 0) return -1;
+  *out = num / den;
+  return 0;
+}
+
+bool rb_target_met(double median, double target, bool higher_better) {
+  return higher_better ? median >= target : median <= target;
+}
+
+static const char *pct_fmt(double pct) {
+  return pct >= 10 ? "MISSED by %.3g %s (%.0f%%)" : "MISSED by %.3g %s (%.2g%%)";
+}
+
+void rb_target_status(char *buf, size_t size, double median, double target,
+                      bool higher_better, const char *unit) {
+  if (buf == NULL || size == 0) return;
+  if (rb_target_met(median, target, higher_better)) {
+    snprintf(buf, size, "ok (%s%g)", higher_better ? ">=" : "<=", target);
+    return;
+  }
+  double by = fabs(median - target);
+  if (target == 0)
+    snprintf(buf, size, "MISSED by %.3g %s", by, unit ? unit : "");
+  else /* two digits below 10% (a 0.3% miss is not "0%") */
+    snprintf(buf, size, pct_fmt(100.0 * by / fabs(target)), by, unit ? unit : "",
+             100.0 * by / fabs(target));
 }
 
 static bool key_char(char c) {

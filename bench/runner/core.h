@@ -2,8 +2,9 @@
  *
  * Everything here is free of clocks, threads and I/O so tests/runner/ can
  * check it under every sanitizer: the summary of repeated runs (median, min,
- * max), percentiles, Jain's fairness index, the result-key format
- * ("suite.scenario.figure"), JSON string escaping and command-line parsing.
+ * max), percentiles, Jain's fairness index, ratios and targets, the
+ * result-key format ("suite.scenario.figure"), JSON string escaping and
+ * command-line parsing.
  * The runner itself (harness.c, suites) builds on it.
  *
  * Threads: every function is reentrant; none keeps state.
@@ -47,6 +48,25 @@ double rb_jain_index(const double *x, size_t n);
  * share_i = used_i / sum(used) and weight_i is normalised the same way. Same
  * errors as rb_jain_index, plus a non-positive weight. */
 double rb_weighted_jain(const double *used, const double *weight, size_t n);
+
+/* ---- ratios and targets ---- */
+
+/* num / den of two medians of the same run into *out. Returns 0, or -1 (out
+ * untouched) when either is not finite or den is not positive: a ratio over
+ * a missing or zero figure is not made up. */
+int rb_ratio(double num, double den, double *out);
+
+/* Whether a median meets its target: median <= target for a cost,
+ * median >= target for a higher-is-better figure (e.g. Jain's index). */
+bool rb_target_met(double median, double target, bool higher_better);
+
+/* The status of a target as the report prints it: "ok (<=T)" (">=T" for
+ * higher_better), or "MISSED by D unit (P%)" where D is the distance to the
+ * target and P it over the target, two significant digits below 10% (P is
+ * left out for a target of 0, e.g. "0 bytes allocated"). Always
+ * NUL-terminates buf (size > 0). */
+void rb_target_status(char *buf, size_t size, double median, double target,
+                      bool higher_better, const char *unit);
 
 /* ---- result keys ---- */
 

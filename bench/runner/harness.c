@@ -7,6 +7,7 @@
 #include "bench/runner/harness.h"
 
 #include <errno.h>
+#include <math.h>
 #include <sched.h>
 #include <jemalloc/jemalloc.h>
 #include <stdarg.h>
@@ -155,6 +156,26 @@ void rb_target(rb_ctx *ctx, const char *key, double target, const char *text) {
   snprintf(m->target_text, sizeof m->target_text, "%s", text);
 }
 
+void rb_target_from(rb_ctx *ctx, const char *key, const char *from) {
+  rb_metric *m = rb_find(ctx, key);
+  if (m == NULL) return;
+  snprintf(m->target_from, sizeof m->target_from, "%s", from);
+}
+
+rb_metric *rb_ratio_target(rb_ctx *ctx, const char *ratio_key,
+                           const char *num_key, const char *den_key,
+                           double target, const char *text, const char *from) {
+  rb_metric *a = rb_find(ctx, num_key), *b = rb_find(ctx, den_key);
+  double r;
+  if (a == NULL || b == NULL || rb_ratio(a->sum.median, b->sum.median, &r) != 0)
+    return NULL;
+  rb_metric *m = rb_record(ctx, ratio_key, "ratio", RB_INFO, &r, 1);
+  rb_target(ctx, ratio_key, target, text);
+  rb_target_from(ctx, ratio_key, from);
+  rb_note(ctx, ratio_key, "median of %s over median of %s, same run", num_key, den_key);
+  return m;
+}
+
 void rb_note(rb_ctx *ctx, const char *key, const char *fmt, ...) {
   rb_metric *m = rb_find(ctx, key);
   if (m == NULL) return;
@@ -219,4 +240,36 @@ int64_t rb_allocated_bytes(void) {
   sz = sizeof allocated;
   if (mallctl("stats.allocated", &allocated, &sz, NULL, 0) != 0) return -1;
   return (int64_t)allocated;
+}
+
+const volatile uint64_t *rb_thread_allocatedp(void) {
+  static _Thread_local const volatile uint64_t *mine;
+  static _Thread_local bool tried;
+  if (!tried) {
+    uint64_t *p = NULL;
+    size_t sz = sizeof p;
+    tried = true;
+    if (mallctl("thread.allocatedp", &p, &sz, NULL, 0) == 0) mine = p;
+  }
+  return mine;
+}
+
+void rb_record_alloc(rb_ctx *ctx, const char *key, double posting, double consuming,
+                     size_t tasks, const char *what) {
+  bool two = !isnan(consuming);
+  if (posting < 0 || (two && consuming < 0) || tasks == 0) {
+    rb_unavailable_add(ctx, key, "jemalloc's thread.allocatedp not available");
+    return;
+  }
+  double bytes = posting + (two ? consuming : 0);
+  double v = bytes / (double)tasks;
+  rb_record(ctx, key, "B", RB_INFO, &v, 1);
+  rb_target(ctx, key, 0, "0 bytes allocated per task in steady state");
+  rb_target_from(ctx, key, "issue 12");
+  if (two)
+    rb_note(ctx, key, "last run: %.0f bytes over %zu tasks (posting thread %.0f, consuming %.0f; "
+            "jemalloc thread.allocated of %s)", bytes, tasks, posting, consuming, what);
+  else
+    rb_note(ctx, key, "last run: %.0f bytes over %zu tasks (jemalloc thread.allocated of %s)",
+            bytes, tasks, what);
 }

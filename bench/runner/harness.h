@@ -2,7 +2,8 @@
  *
  * It owns the run context: the options, the registry of figures (one per
  * result key, with every measured sample), the comparisons between a ptsched
- * figure and its floor and peers, the targets of issue 7, the suites that
+ * figure and its floor and peers, the targets (issue 12's, and the earlier
+ * ones it does not supersede) with where each comes from, the suites that
  * could not run and why, and the plots. Suites measure through rb_measure()
  * (one discarded warm-up, then ctx->runs samples around large batches, timed
  * with CLOCK_MONOTONIC) or record samples they gathered themselves with
@@ -43,12 +44,14 @@ typedef struct rb_metric {
   char floor_key[RB_KEY_MAX];
   char peer_keys[RB_MAX_PEERS][RB_KEY_MAX];
   int npeers;
-  /* A target of issue 7 (has_target): the median must be <= target (or >=
-   * for higher_better); target_text says it in words. */
+  /* A target (has_target): the median must be <= target (or >= for
+   * higher_better); target_text says it in words, target_from whose target
+   * it is ("issue 12", "issue 7", ...). */
   bool has_target;
   double target;
   char target_text[96];
-  char note[160];
+  char target_from[32];
+  char note[240];
 } rb_metric;
 
 typedef struct rb_unavailable {
@@ -131,6 +134,16 @@ rb_metric *rb_find(rb_ctx *ctx, const char *key);
  * output time, they are then skipped). */
 void rb_compare(rb_ctx *ctx, const char *key, const char *floor_key, ...);
 void rb_target(rb_ctx *ctx, const char *key, double target, const char *text);
+/* Where key's target comes from, shown in the report's targets table. */
+void rb_target_from(rb_ctx *ctx, const char *key, const char *from);
+/* A ratio target: registers ratio_key, an info figure (unit "ratio") equal to
+ * the median of num_key over the median of den_key (both from this run), with
+ * the target "<= target" described by text, from `from`, and a note naming
+ * the two figures. Returns the metric, or NULL when either figure is missing
+ * (then nothing is registered: the target is not judged on made-up data). */
+rb_metric *rb_ratio_target(rb_ctx *ctx, const char *ratio_key,
+                           const char *num_key, const char *den_key,
+                           double target, const char *text, const char *from);
 void rb_note(rb_ctx *ctx, const char *key, const char *fmt, ...);
 
 /* A suite or scenario that did not run, and why (printed, in JSON and report). */
@@ -148,6 +161,25 @@ void rb_plot_add(rb_ctx *ctx, const char *name, const char *title,
 /* jemalloc's "stats.allocated" after refreshing "epoch": bytes the program
  * holds. Returns -1 when jemalloc's statistics are not available. */
 int64_t rb_allocated_bytes(void);
+
+/* jemalloc's per-thread counter of the bytes the calling thread has
+ * allocated so far ("thread.allocatedp": every malloc, calloc, realloc and
+ * aligned allocation it served on this thread, counted at the size class
+ * it returned, frees not subtracted). A pointer into the thread's own
+ * state, so a read is a load, not a call; cached per thread after the first
+ * call. Read it on the calling thread only. NULL when jemalloc's statistics
+ * are not available (or another allocator serves malloc, e.g. under the
+ * sanitizer configs, where it reads 0). */
+const volatile uint64_t *rb_thread_allocatedp(void);
+
+/* Bytes allocated per task over the timed part of a run of `tasks` tasks:
+ * `posting` bytes counted on the posting thread, `consuming` on the thread
+ * that ran the tasks (NAN when it is the same thread). Registers key (unit
+ * "B", an info figure, their sum / tasks) with issue 12's target 0 and a
+ * note giving the totals and `what` was counted. A negative count means a
+ * counter was not available: the key is listed as such instead. */
+void rb_record_alloc(rb_ctx *ctx, const char *key, double posting, double consuming,
+                     size_t tasks, const char *what);
 
 /* ---- output (output.c) ---- */
 

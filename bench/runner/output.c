@@ -47,23 +47,16 @@ static void compare_of(rb_ctx *ctx, const rb_metric *m, cmpres *c) {
 }
 
 static bool target_met(const rb_metric *m) {
-  return m->higher_better ? m->sum.median >= m->target : m->sum.median <= m->target;
+  return rb_target_met(m->sum.median, m->target, m->higher_better);
 }
 
-/* "ok" or "MISSED by X unit (Y%)". */
+/* "ok (<=T)" or "MISSED by X unit (Y%)"; "" without a target. */
 static void target_status(const rb_metric *m, char *buf, size_t size) {
   if (!m->has_target) {
     buf[0] = '\0';
     return;
   }
-  if (target_met(m)) {
-    snprintf(buf, size, "ok (<=%g)", m->target);
-    if (m->higher_better) snprintf(buf, size, "ok (>=%g)", m->target);
-    return;
-  }
-  double by = fabs(m->sum.median - m->target);
-  double pct = m->target != 0 ? 100.0 * by / fabs(m->target) : 0;
-  snprintf(buf, size, "MISSED by %.3g %s (%.0f%%)", by, m->unit, pct);
+  rb_target_status(buf, size, m->sum.median, m->target, m->higher_better, m->unit);
 }
 
 static const char *role_name(rb_role r) {
@@ -92,7 +85,8 @@ static void fmt_num(char *buf, size_t size, double v) {
   else if (fabs(v) >= 1e5) snprintf(buf, size, "%.0f", v);
   else if (fabs(v) >= 100) snprintf(buf, size, "%.1f", v);
   else if (fabs(v) >= 1) snprintf(buf, size, "%.2f", v);
-  else snprintf(buf, size, "%.4f", v);
+  else if (v == 0 || fabs(v) >= 0.001) snprintf(buf, size, "%.4f", v);
+  else snprintf(buf, size, "%.2g", v); /* e.g. a few bytes over 200,000 tasks */
 }
 
 void rb_print_table(rb_ctx *ctx, FILE *f) {
@@ -272,6 +266,10 @@ static int write_json(rb_ctx *ctx, const char *path, int argc, char **argv,
       fprintf(f, ", \"target_text\": ");
       jstr(f, m->target_text);
       fprintf(f, ", \"target_met\": %s", target_met(m) ? "true" : "false");
+      if (m->target_from[0]) {
+        fprintf(f, ", \"target_from\": ");
+        jstr(f, m->target_from);
+      }
     }
     if (m->note[0]) {
       fprintf(f, ", \"note\": ");
@@ -301,7 +299,7 @@ static int write_json(rb_ctx *ctx, const char *path, int argc, char **argv,
 static int write_csv(rb_ctx *ctx, const char *path) {
   FILE *f = fopen(path, "w");
   if (f == NULL) return -1;
-  fprintf(f, "key,suite,scenario,figure,role,median,min,max,unit,runs,floor,floor_ratio,best_peer,best_peer_ratio,target,target_met\n");
+  fprintf(f, "key,suite,scenario,figure,role,median,min,max,unit,runs,floor,floor_ratio,best_peer,best_peer_ratio,target,target_met,target_from\n");
   for (size_t i = 0; i < ctx->nmetrics; i++) {
     rb_metric *m = &ctx->metrics[i];
     char a[RB_KEY_MAX], *suite, *scen, *fig;
@@ -317,8 +315,10 @@ static int write_csv(rb_ctx *ctx, const char *path) {
     else fprintf(f, ",,");
     if (c.peer) fprintf(f, "%s,%.4g,", c.peer->key, c.peer_ratio);
     else fprintf(f, ",,");
-    if (m->has_target) fprintf(f, "%g,%s\n", m->target, target_met(m) ? "yes" : "no");
-    else fprintf(f, ",\n");
+    /* target_from never holds a comma (written by the suites). */
+    if (m->has_target)
+      fprintf(f, "%g,%s,%s\n", m->target, target_met(m) ? "yes" : "no", m->target_from);
+    else fprintf(f, ",,\n");
   }
   return fclose(f) == 0 ? 0 : -1;
 }
@@ -420,7 +420,7 @@ static void md_table(rb_ctx *ctx, FILE *f, const char *suite) {
   for (size_t i = 0; i < ctx->nmetrics; i++) {
     rb_metric *m = &ctx->metrics[i];
     if (strncmp(m->key, suite, len) != 0 || m->key[len] != '.') continue;
-    char med[24], mn[24], mx[24], ts[64];
+    char med[24], mn[24], mx[24], ts[96];
     fmt_num(med, sizeof med, m->sum.median);
     fmt_num(mn, sizeof mn, m->sum.min);
     fmt_num(mx, sizeof mx, m->sum.max);
@@ -447,12 +447,19 @@ static const char *suite_text(const char *s) {
   if (!strcmp(s, "throughput"))
     return "Post+run on one loop, batches of 1,000 tasks posted then run until idle. "
            "Direct-callback form (`pts_scheduler_post`), promise form (`pts_scheduler_post_task`, "
-           "caller's reference dropped) and mixed priorities with the strict-order check. "
+           "caller's reference dropped) and mixed priorities with the strict-order check; "
+           "`alloc_bytes_per_task`: jemalloc's per-thread byte counter over the timed part of the "
+           "last run. "
            "Floors: intrusive FIFO and three-level priority FIFO with a bitmap. Peers: libevent "
            "with 3 priorities, pre-created events + `event_active`, and `event_base_once` per task.";
   if (!strcmp(s, "crossthread"))
     return "A stream of posts from another thread into a running loop (time from the first post "
-           "to the last task run, per task), and the wake-up round trip between two parked loops. "
+           "to the last task run, per task): `post` with caller-owned `pts_task_req` storage "
+           "allocated before the clock (as the floor and libuv pre-allocate their nodes), "
+           "`post_cached` with `pts_queue_task_from_any_thread` (blocks from the producer's node "
+           "cache); the same into an agent; and the wake-up round trip between two parked loops. "
+           "`alloc_bytes_per_task`: jemalloc's per-thread byte counters of the posting and the "
+           "consuming thread over the timed part of the last run. "
            "Floors: atomic-exchange MPSC queue across the two cores, futex ping-pong. Peers: "
            "libevent `event_active` on a pthreads-enabled base, libuv `uv_async_send` with a "
            "mutex-protected queue.";
@@ -472,6 +479,9 @@ static const char *suite_text(const char *s) {
   if (!strcmp(s, "latency"))
     return "Start delay of user-blocking tasks posted from another thread while background "
            "tasks (5 us each, 16 outstanding) flood the same loop; p50/p99/p99.9 per run. "
+           "Floor (`floor_bg_flood`): the same flood as bare 5 us spins on one thread that checks "
+           "an atomic flag between two, the same poster storing its send time in the flag "
+           "(send -> noticed), interleaved with ptsched and libevent. "
            "`policy_*`: the same with the flood in another agent on the same pool thread, per "
            "inter-loop policy. Peer: libevent with priorities, cross-thread `event_active`.";
   if (!strcmp(s, "scale"))
@@ -484,6 +494,39 @@ static const char *suite_text(const char *s) {
   if (!strcmp(s, "leak"))
     return "Leakage between co-located loops per policy (security study, issue 8).";
   return "";
+}
+
+/* A row of the targets table and where it goes: suites in run order, a
+ * suite's scenarios in the order their first figure was registered, a
+ * scenario's figures by key, so a figure's target, its ratios (x_*) and its
+ * allocation count stand together. */
+typedef struct target_row {
+  const rb_metric *m;
+  int suite;      /* index in rb_suite_names (unknown: last) */
+  size_t first;   /* registration index of the scenario's first figure */
+} target_row;
+
+static target_row target_row_of(rb_ctx *ctx, const rb_metric *m) {
+  target_row r = {m, (int)rb_suite_count, 0};
+  char suite[32];
+  snprintf(suite, sizeof suite, "%.*s", (int)strcspn(m->key, "."), m->key);
+  int i = rb_suite_index(suite);
+  if (i >= 0) r.suite = i;
+  const char *dot = strrchr(m->key, '.');
+  size_t plen = dot ? (size_t)(dot - m->key) + 1 : strlen(m->key); /* "suite.scenario." */
+  for (size_t k = 0; k < ctx->nmetrics; k++)
+    if (strncmp(ctx->metrics[k].key, m->key, plen) == 0) {
+      r.first = k;
+      break;
+    }
+  return r;
+}
+
+static int cmp_target_rows(const void *a, const void *b) {
+  const target_row *x = a, *y = b;
+  if (x->suite != y->suite) return x->suite < y->suite ? -1 : 1;
+  if (x->first != y->first) return x->first < y->first ? -1 : 1;
+  return strcmp(x->m->key, y->m->key);
 }
 
 static int write_report(rb_ctx *ctx, const char *path, const char *rev, bool dirty,
@@ -505,19 +548,36 @@ static int write_report(rb_ctx *ctx, const char *path, const char *rev, bool dir
              "scenario, `x best peer` = ptsched / the best peer library that ran it "
              "(lower is better for costs).\n\n");
 
-  fprintf(f, "## Targets (issue 7)\n\n");
-  size_t ntargets = 0;
-  for (size_t i = 0; i < ctx->nmetrics; i++) ntargets += ctx->metrics[i].has_target;
-  if (ntargets == 0) fprintf(f, "No target applies to the suites of this run.\n");
-  else fprintf(f, "| figure | median | target | status |\n|---|---:|---|---|\n");
+  fprintf(f, "## Targets (issue 12)\n\n");
+  size_t ntargets = 0, nmet = 0;
   for (size_t i = 0; i < ctx->nmetrics; i++) {
-    rb_metric *m = &ctx->metrics[i];
-    if (!m->has_target) continue;
-    char med[24], ts[64];
+    ntargets += ctx->metrics[i].has_target;
+    nmet += ctx->metrics[i].has_target && target_met(&ctx->metrics[i]);
+  }
+  if (ntargets == 0) {
+    fprintf(f, "No target applies to the suites of this run.\n");
+  } else {
+    fprintf(f, "Issue 12's targets, with the earlier ones it does not supersede (`from` says "
+               "whose each is). Ratio targets are info figures `x_<other>` holding the ratio of "
+               "two medians of this run; a target over a figure that did not run is absent, "
+               "not met. %zu of %zu met in this run.\n\n", nmet, ntargets);
+    fprintf(f, "| figure | median | target | from | status |\n|---|---:|---|---|---|\n");
+  }
+  target_row *t = calloc(ntargets ? ntargets : 1, sizeof *t);
+  if (t == NULL) abort();
+  size_t nt = 0;
+  for (size_t i = 0; i < ctx->nmetrics; i++)
+    if (ctx->metrics[i].has_target) t[nt++] = target_row_of(ctx, &ctx->metrics[i]);
+  qsort(t, nt, sizeof *t, cmp_target_rows);
+  for (size_t i = 0; i < nt; i++) {
+    const rb_metric *m = t[i].m;
+    char med[24], ts[96];
     fmt_num(med, sizeof med, m->sum.median);
     target_status(m, ts, sizeof ts);
-    fprintf(f, "| `%s` | %s %s | %s | %s |\n", m->key, med, m->unit, m->target_text, ts);
+    fprintf(f, "| `%s` | %s %s | %s | %s | %s |\n", m->key, med, m->unit, m->target_text,
+            m->target_from[0] ? m->target_from : "-", ts);
   }
+  free(t);
   fprintf(f, "\n");
 
   for (size_t s = 0; s < rb_suite_count; s++) {

@@ -665,6 +665,30 @@ static void *ev_lat_thread(void *arg) {
 
 uint64_t rb_lat_budget_ns = 2000000000u;
 
+size_t rb_lat_post(uint64_t gap_ns, double *delays, size_t k, rb_lat_send_fn send,
+                   void *arg, atomic_int *done, const double *delay) {
+  unsigned seed = 12345;
+  uint64_t deadline = rb_now_ns() + rb_lat_budget_ns;
+  size_t i = 0;
+  for (; i < k && rb_now_ns() < deadline; i++) {
+    rb_sleep_ns(gap_ns / 2 + (uint64_t)(rand_r(&seed) % (unsigned)(gap_ns + 1)));
+    atomic_store(done, 0);
+    if (send(arg) != 0) break;
+    /* Sleep-poll: a spinning poster would take the second core from the
+     * consumer under test. */
+    while (atomic_load_explicit(done, memory_order_acquire) == 0) rb_sleep_ns(5000);
+    delays[i] = *delay;
+  }
+  return i;
+}
+
+static int ev_lat_send(void *arg) {
+  ev_lat *l = arg;
+  atomic_store(&l->t_inject, rb_now_ns());
+  event_active(l->ub, EV_TIMEOUT, 0);
+  return 0;
+}
+
 int rb_libevent_latency(uint64_t bg_ns, uint64_t gap_ns, double *delays,
                         size_t nsamples) {
   ev_lat *l = calloc(1, sizeof *l);
@@ -681,19 +705,7 @@ int rb_libevent_latency(uint64_t bg_ns, uint64_t gap_ns, double *delays,
   pthread_t th;
   if (ok && pthread_create(&th, NULL, ev_lat_thread, l) == 0) {
     rb_wait_ready(&l->ready);
-    unsigned seed = 12345;
-    uint64_t deadline = rb_now_ns() + rb_lat_budget_ns;
-    size_t i = 0;
-    for (; i < nsamples && rb_now_ns() < deadline; i++) {
-      rb_sleep_ns(gap_ns / 2 + (uint64_t)(rand_r(&seed) % (unsigned)(gap_ns + 1)));
-      atomic_store(&l->done, 0);
-      atomic_store(&l->t_inject, rb_now_ns());
-      event_active(l->ub, EV_TIMEOUT, 0);
-      /* Sleep-poll: a spinning injector would take the second core from
-       * the loop under test. */
-      while (atomic_load_explicit(&l->done, memory_order_acquire) == 0) rb_sleep_ns(5000);
-      delays[i] = l->delay;
-    }
+    size_t i = rb_lat_post(gap_ns, delays, nsamples, ev_lat_send, l, &l->done, &l->delay);
     atomic_store(&l->stop, 1);
     pthread_join(th, NULL);
     rc = (int)i;
@@ -702,6 +714,55 @@ int rb_libevent_latency(uint64_t bg_ns, uint64_t gap_ns, double *delays,
     if (l->bg[i]) event_free(l->bg[i]);
   if (l->ub) event_free(l->ub);
   if (l->base) event_base_free(l->base);
+  free(l);
+  return rc;
+}
+
+/* The latency floor: the flood as bare spins on one thread, the poster's
+ * command as an atomic flag checked between two of them. */
+typedef struct fl_lat {
+  uint64_t bg_ns;
+  _Atomic uint64_t sent; /* the poster's send time; 0: nothing pending */
+  atomic_int done, stop, ready;
+  double delay;
+} fl_lat;
+
+static void *fl_lat_thread(void *arg) {
+  fl_lat *l = arg;
+  atomic_store_explicit(&l->ready, 1, memory_order_release);
+  while (!atomic_load_explicit(&l->stop, memory_order_relaxed)) {
+    rb_spin_ns(l->bg_ns); /* one background task */
+    /* Between two tasks: has the poster sent something? (acquire: pairs
+     * with the poster's store, as a loop's inbox check would.) */
+    uint64_t t = atomic_exchange_explicit(&l->sent, 0, memory_order_acquire);
+    if (t != 0) {
+      l->delay = (double)(rb_now_ns() - t);
+      atomic_store_explicit(&l->done, 1, memory_order_release);
+    }
+  }
+  return NULL;
+}
+
+static int fl_lat_send(void *arg) {
+  fl_lat *l = arg;
+  atomic_store_explicit(&l->sent, rb_now_ns(), memory_order_release);
+  return 0;
+}
+
+int rb_floor_latency(uint64_t bg_ns, uint64_t gap_ns, double *delays,
+                     size_t nsamples) {
+  fl_lat *l = calloc(1, sizeof *l);
+  if (l == NULL) return -1;
+  l->bg_ns = bg_ns;
+  int rc = -1;
+  pthread_t th;
+  if (pthread_create(&th, NULL, fl_lat_thread, l) == 0) {
+    rb_wait_ready(&l->ready);
+    size_t i = rb_lat_post(gap_ns, delays, nsamples, fl_lat_send, l, &l->done, &l->delay);
+    atomic_store(&l->stop, 1);
+    pthread_join(th, NULL);
+    rc = (int)i;
+  }
   free(l);
   return rc;
 }

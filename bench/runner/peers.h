@@ -14,6 +14,7 @@
 #ifndef PTS_BENCH_RUNNER_PEERS_H
 #define PTS_BENCH_RUNNER_PEERS_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,8 +57,30 @@ double rb_libevent_bytes_once(size_t n);
  * number collected, or -1. */
 int rb_libevent_latency(uint64_t bg_ns, uint64_t gap_ns, double *delays,
                         size_t nsamples);
+/* The floor of that figure: the same flood and poster with no scheduler at
+ * all. One bare thread runs the flood back to back (5 us spins, bg_ns each,
+ * as RB_FLOOD outstanding tasks that re-post themselves keep a loop busy)
+ * and checks an atomic flag between two spins; the poster, at the same
+ * cadence and under the same budget, stores its send time in the flag; the
+ * delay is send -> noticed. What is left is the wait for the spin in
+ * progress plus the VM's scheduling noise. Same returns. */
+int rb_floor_latency(uint64_t bg_ns, uint64_t gap_ns, double *delays,
+                     size_t nsamples);
 /* Wall-time budget of one latency run (every latency scenario obeys it). */
 extern uint64_t rb_lat_budget_ns;
+
+/* The poster every latency scenario shares (same seed, cadence, budget and
+ * sleep-poll, so the floor, the peer and ptsched differ only in their
+ * consumer). Up to k times: sleeps gap_ns/2 + uniform(0..gap_ns), clears
+ * *done, calls send(arg), which stores the send time where its consumer
+ * reads it and sends; then sleep-polls *done every 5 us (a spinning poster
+ * would take the second core from the consumer) and copies *delay into
+ * delays[i]. Stops early when rb_lat_budget_ns of wall time is spent or
+ * send returns nonzero. Returns the number of delays stored. Called on the
+ * poster's thread; the consumer sets *delay, then *done (release). */
+typedef int (*rb_lat_send_fn)(void *arg);
+size_t rb_lat_post(uint64_t gap_ns, double *delays, size_t k, rb_lat_send_fn send,
+                   void *arg, atomic_int *done, const double *delay);
 
 /* ---- libuv (uv_async_send + a mutex-protected queue) ---- */
 double rb_libuv_async(size_t n);

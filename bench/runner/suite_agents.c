@@ -67,13 +67,24 @@ typedef struct axt {
   uint64_t start, end;
   sem_t done;
   int fail;
+  /* The stream's consumer (the pool thread): its allocation counter at its
+   * first task, and the bytes allocated from there to its last (-1: no
+   * counter). */
+  const volatile uint64_t *c_ap;
+  uint64_t c_alloc0;
+  double c_alloc;
 } axt;
 
 static void axt_task(void *data, int status) {
   axt *x = data;
   if (status != 0) return;
-  if (++x->count == x->n) {
+  if (++x->count == 1) {
+    x->c_ap = rb_thread_allocatedp(); /* cached per thread after the warm-up */
+    if (x->c_ap) x->c_alloc0 = *x->c_ap;
+  }
+  if (x->count == x->n) {
     x->end = rb_now_ns();
+    x->c_alloc = x->c_ap ? (double)(*x->c_ap - x->c_alloc0) : -1;
     sem_post(&x->done);
   }
 }
@@ -87,6 +98,7 @@ typedef struct axt_arg {
   pts_agent *a;
   size_t n;
   int post_task;
+  double alloc_post, alloc_cons; /* last run: producer's, consumer's bytes; -1: none */
 } axt_arg;
 
 static double s_agent_stream(void *arg) {
@@ -97,6 +109,8 @@ static double s_agent_stream(void *arg) {
   sem_init(&x.done, 0, 0);
   pts_agent_post_options o = PTS_AGENT_POST_OPTIONS_INIT;
   o.priority = PTS_PRIORITY_USER_VISIBLE;
+  const volatile uint64_t *ap = rb_thread_allocatedp();
+  uint64_t a0 = ap ? *ap : 0;
   uint64_t t0 = rb_now_ns();
   size_t i = 0;
   for (; i < x.n; i++) {
@@ -105,10 +119,14 @@ static double s_agent_stream(void *arg) {
                  : pts_agent_queue_task(g->a, PTS_SOURCE_MESSAGE, axt_task, &x);
     if (rc != 0) break;
   }
+  double p_alloc = ap ? (double)(*ap - a0) : -1; /* the producer's posts */
   double r = -1;
+  g->alloc_post = p_alloc;
+  g->alloc_cons = -1;
   if (i == x.n) {
     sem_wait(&x.done);
     r = (double)(x.end - t0) / (double)x.n;
+    g->alloc_cons = x.c_alloc;
   }
   pts_agent_drain(g->a);
   sem_destroy(&x.done);
@@ -172,16 +190,26 @@ void rb_agents_crossthread_part(rb_ctx *ctx) {
   pts_pool *pool = pool_new(1, PTS_POLICY_STRICT);
   pts_agent *a = pool ? agent_new(pool, "target", 1, 0) : NULL;
   if (a != NULL) {
-    axt_arg g = {a, n, 0};
-    rb_measure(ctx, "crossthread.agent_queue.ns_per_task", "ns", RB_PTSCHED, s_agent_stream, &g);
-    axt_arg h = {a, n, 1};
-    rb_measure(ctx, "crossthread.agent_post_task.ns_per_task", "ns", RB_PTSCHED, s_agent_stream, &h);
+    static const char counted[] =
+        "the posting thread over its posts plus the pool thread from its first task to its last";
+    axt_arg g = {a, n, 0, -1, -1};
+    if (rb_measure(ctx, "crossthread.agent_queue.ns_per_task", "ns", RB_PTSCHED, s_agent_stream, &g))
+      rb_record_alloc(ctx, "crossthread.agent_queue.alloc_bytes_per_task", g.alloc_post,
+                      g.alloc_cons, n, counted);
+    axt_arg h = {a, n, 1, -1, -1};
+    if (rb_measure(ctx, "crossthread.agent_post_task.ns_per_task", "ns", RB_PTSCHED,
+                   s_agent_stream, &h))
+      rb_record_alloc(ctx, "crossthread.agent_post_task.alloc_bytes_per_task", h.alloc_post,
+                      h.alloc_cons, n, counted);
     const char *keys[] = {"crossthread.agent_queue.ns_per_task",
                           "crossthread.agent_post_task.ns_per_task"};
     for (int i = 0; i < 2; i++)
       rb_compare(ctx, keys[i], "crossthread.floor_mpsc.ns_per_task",
                  "crossthread.libevent_active.ns_per_task",
                  "crossthread.libuv_async.ns_per_task", NULL);
+    rb_ratio_target(ctx, "crossthread.agent_post_task.x_post",
+                    "crossthread.agent_post_task.ns_per_task", "crossthread.post.ns_per_task", 2,
+                    "<= 2x the loop's own cross-thread post", "issue 12");
   } else {
     rb_unavailable_add(ctx, "crossthread.agent_queue", "pool or agent creation failed");
   }
@@ -619,6 +647,7 @@ void rb_suite_fairness(rb_ctx *ctx) {
     if (pool) pts_pool_shutdown(pool);
   }
   rb_target(ctx, "fairness.fair.jain_index", 0.95, ">= 0.95 (the fair policy follows weights)");
+  rb_target_from(ctx, "fairness.fair.jain_index", "runner");
   if (f) {
     for (int i = 0; i < TENANTS; i++) {
       fprintf(f, "t%d(w%u) %.4f", i, tenant_weight[i], tenant_weight[i] / wsum);

@@ -46,8 +46,10 @@ static void rec1(rb_ctx *ctx, const char *pol, const char *fig, const char *unit
  * on both clocks. */
 static void cost_target(rb_ctx *ctx, int p, const char *fig, double target, const char *text) {
   char key[RB_KEY_MAX];
-  if (p == PTS__POLICY_QUANTIZED && rb_key_make(key, sizeof key, "leak", lk_policy_key(p), fig) == 0)
+  if (p == PTS__POLICY_QUANTIZED && rb_key_make(key, sizeof key, "leak", lk_policy_key(p), fig) == 0) {
     rb_target(ctx, key, target, text);
+    rb_target_from(ctx, key, "issue 8");
+  }
 }
 
 /* Runs one trace (real clock or virtual time) and analyses it; on failure
@@ -226,8 +228,10 @@ static void leak_study(rb_ctx *ctx) {
                 rwin, r.mi_mm, r.mi_plugin, r.floor95, r.accuracy, r.fano_acc, r.bits_per_s,
                 (unsigned long long)tr.victim_done, (unsigned long long)tr.victim_posted,
                 tr.nexcluded);
-        if (p == PTS__POLICY_QUANTIZED || p == PTS_POLICY_TIME_PARTITIONED)
+        if (p == PTS__POLICY_QUANTIZED || p == PTS_POLICY_TIME_PARTITIONED) {
           rb_target(ctx, key, 0.001, "<= 0.001 bit/window (best shared-thread policy)");
+          rb_target_from(ctx, key, "issue 8");
+        }
       }
       snprintf(fig, sizeof fig, "%s_bits_per_s", lk_secret_name(s));
       rec1(ctx, pk, fig, "bit/s", r.bits_per_s);
@@ -248,8 +252,10 @@ static void leak_study(rb_ctx *ctx) {
           rec1(ctx, pk, "real_victim_p99_us", "us", rows[p].r_p99_ns / 1000.0);
           if (p == PTS__POLICY_QUANTIZED) {
             char key[RB_KEY_MAX];
-            if (rb_key_make(key, sizeof key, "leak", pk, "real_victim_p99_us") == 0)
+            if (rb_key_make(key, sizeof key, "leak", pk, "real_victim_p99_us") == 0) {
               rb_target(ctx, key, 4000, "<= one slot frame (4 ms)");
+              rb_target_from(ctx, key, "issue 8");
+            }
           }
         }
       }
@@ -277,6 +283,7 @@ static void leak_study(rb_ctx *ctx) {
                 "left out (harness late)", r.mi_mm, r.floor95, (unsigned long long)tr.victim_done,
                 (unsigned long long)tr.victim_posted, tr.nexcluded);
         rb_target(ctx, key, 0.001, "<= 0.001 bit/window (best shared-thread policy)");
+        rb_target_from(ctx, key, "issue 8");
       }
       dump_trace(csv, "real", p, (lk_secret)s, (lk_attacker)a, &tr);
       lk_trace_free(&tr);

@@ -1,5 +1,6 @@
 // Tests of bench/runner/core.h, the pure parts of ptsched-bench: what it
-// reports (median/min/max, percentiles, Jain's index), how it names figures
+// reports (median/min/max, percentiles, Jain's index, ratios and whether a
+// target is met), how it names figures
 // (suite.scenario.figure), how it writes JSON strings and how it reads its
 // command line. Nothing here reads a clock or starts a thread.
 #include <gtest/gtest.h>
@@ -106,6 +107,55 @@ TEST(RunnerJain, WeightedSharesFollowingWeightsGiveOne) {
   EXPECT_LT(j, 0.9);
   const double badw[] = {1, 0, 1, 1};
   EXPECT_EQ(-1, rb_weighted_jain(used, badw, 4));
+}
+
+TEST(RunnerRatio, DividesTwoMedians) {
+  double r = -1;
+  ASSERT_EQ(0, rb_ratio(36.0, 45.0, &r));
+  EXPECT_DOUBLE_EQ(0.8, r);
+  ASSERT_EQ(0, rb_ratio(0.0, 12.5, &r));
+  EXPECT_EQ(0.0, r);
+}
+
+TEST(RunnerRatio, RefusesAMissingOrZeroDenominator) {
+  double r = 7;
+  EXPECT_EQ(-1, rb_ratio(10, 0, &r));
+  EXPECT_EQ(-1, rb_ratio(10, -3, &r));
+  EXPECT_EQ(-1, rb_ratio(NAN, 2, &r));
+  EXPECT_EQ(-1, rb_ratio(2, INFINITY, &r));
+  EXPECT_EQ(7.0, r);  // untouched
+}
+
+TEST(RunnerTarget, CostsMustStayAtOrBelowHigherIsBetterAtOrAbove) {
+  EXPECT_TRUE(rb_target_met(0.8, 0.8, false));  // the bound itself is met
+  EXPECT_FALSE(rb_target_met(0.81, 0.8, false));
+  EXPECT_TRUE(rb_target_met(0, 0, false));      // "0 bytes allocated"
+  EXPECT_FALSE(rb_target_met(1e-6, 0, false));
+  EXPECT_TRUE(rb_target_met(0.96, 0.95, true));
+  EXPECT_FALSE(rb_target_met(0.94, 0.95, true));
+}
+
+TEST(RunnerTarget, StatusSaysOkOrByHowMuchItIsMissed) {
+  char buf[96];
+  rb_target_status(buf, sizeof buf, 16, 20, false, "ns");
+  EXPECT_STREQ("ok (<=20)", buf);
+  rb_target_status(buf, sizeof buf, 0.999, 0.95, true, "index");
+  EXPECT_STREQ("ok (>=0.95)", buf);
+  rb_target_status(buf, sizeof buf, 36, 20, false, "ns");
+  EXPECT_STREQ("MISSED by 16 ns (80%)", buf);
+  rb_target_status(buf, sizeof buf, 0.9, 0.95, true, "index");
+  EXPECT_STREQ("MISSED by 0.05 index (5.3%)", buf);
+  rb_target_status(buf, sizeof buf, 24010.8, 23937.6, false, "us");
+  EXPECT_STREQ("MISSED by 73.2 us (0.31%)", buf);
+  // A target of 0 has no percentage to miss by.
+  rb_target_status(buf, sizeof buf, 24, 0, false, "B");
+  EXPECT_STREQ("MISSED by 24 B", buf);
+  rb_target_status(buf, sizeof buf, 0, 0, false, "B");
+  EXPECT_STREQ("ok (<=0)", buf);
+  // A short buffer still ends with a NUL.
+  char small[6];
+  rb_target_status(small, sizeof small, 36, 20, false, "ns");
+  EXPECT_EQ(5u, std::string(small).size());
 }
 
 TEST(RunnerKey, ValidKeys) {
