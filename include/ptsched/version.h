@@ -3,7 +3,7 @@
  * (pts_version_string()).
  *
  * The version follows semantic versioning. PTS_VERSION_MAJOR is also the
- * shared library's SONAME suffix (libptsched.so.<major>): it changes only
+ * shared library's SONAME suffix (libptsched.so.MAJOR): it changes only
  * when the ABI breaks (a removed or changed function, or a changed layout of
  * a struct embedders allocate, see the ABI notes in docs/install.md). MINOR
  * grows with additions, PATCH with fixes.
