@@ -163,7 +163,7 @@ typedef struct pts_agent_post_options {
 /** The defaults: no priority, no delay, no controller. */
 #define PTS_AGENT_POST_OPTIONS_INIT {PTS_PRIORITY_UNSET, 0, NULL}
 
-/** postTask on the agent's scheduler from any thread (spec 2.3 "schedule a
+/** postTask on the agent's scheduler from any thread (spec 2.4.2 "schedule a
  * postTask task", applied on the agent's thread). opts may be NULL. callback runs as the task
  * on the agent's thread (status as pts_task_callback). done (may be NULL)
  * learns the result: on the agent's thread, or, if reply_to is not NULL, as a

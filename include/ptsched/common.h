@@ -102,7 +102,7 @@ PTS_EXTERN const char *pts_err_name(int code);
  * @return a static string owned by the library, or NULL. Any thread. */
 PTS_EXTERN const char *pts_err_dom_name(int code);
 
-/** The spec's TaskPriority enum (section 2.1, "Task and Continuation
+/** The spec's TaskPriority enum (spec 2.1, "Task and Continuation
  * Priorities"). The numeric values order them (higher = more urgent) and index
  * arrays; they are part of the ABI and never change. */
 typedef enum pts_priority {

@@ -102,8 +102,8 @@ typedef enum pts_run_mode {
 } pts_run_mode;
 
 /** Runs the loop's event loop processing model (HTML, as patched by the spec's
- * "Event loop: processing model": pick the next task, scheduler tasks by
- * "select the next scheduler task queue from all schedulers", then perform a
+ * "Event loop: processing model", 4.1.3: pick the next task, scheduler tasks by
+ * "select the next scheduler task queue from all schedulers", 2.4.3, then a
  * microtask checkpoint) on the calling thread, which becomes its owner while
  * it runs.
  * @return 1 if at least one task ran, 0 if none did, or a negative code:
@@ -151,7 +151,8 @@ PTS_EXTERN int pts_global_new(pts_loop *loop, pts_global **out);
  * tasks, timers and idle callbacks are released with PTS_ECANCELED, its
  * scheduler's promises are rejected, and later calls that would add work to it
  * fail with PTS_ECLOSED (PTS_ENOTSUPPORTED for yield). The struct stays valid
- * until the loop is freed. Detaching twice is a no-op returning 0. */
+ * until the loop is freed. Detaching twice is a no-op returning 0. Owner
+ * thread. PTS_EINVAL for NULL. */
 PTS_EXTERN int pts_global_detach(pts_global *global);
 
 /** Makes the global fully active or not (HTML "fully active"). Tasks of an
@@ -241,7 +242,7 @@ typedef void (*pts_idle_fn)(void *data, int status,
                             const pts_idle_deadline *deadline);
 /** requestIdleCallback(): runs fn when the loop has nothing else runnable, or
  * as a task once timeout_ms passes (0 = no timeout), with a background,
- * unabortable scheduling state (spec section 4, "Invoke idle callbacks
+ * unabortable scheduling state (spec 4.2.1, "Invoke idle callbacks
  * algorithm"). fn gets PTS_ECANCELED instead if the global is detached or the
  * loop freed first. *id (may be NULL) identifies it for cancel. Owner thread.
  * @retval 0 requested.
@@ -267,11 +268,11 @@ PTS_EXTERN bool pts_idle_did_timeout(const pts_idle_deadline *deadline);
 
 /* ---- scheduling state, for embedders with their own promise jobs ---- */
 
-/** HostMakeJobCallback (spec section 4): a new reference to the loop's
+/** HostMakeJobCallback (spec 4.1.4): a new reference to the loop's
  * current scheduling state, NULL when there is none. Drop it with
  * pts_sched_state_unref(). Owner thread. */
 PTS_EXTERN pts_sched_state *pts_loop_capture_state(pts_loop *loop);
-/** HostCallJobCallback (spec section 4), first half: makes a captured state
+/** HostCallJobCallback (spec 4.1.5), first half: makes a captured state
  * the current one around the embedder's job. Borrows state: keep the
  * reference until after pts_loop_leave_state(). Owner thread. */
 PTS_EXTERN void pts_loop_enter_state(pts_loop *loop, pts_sched_state *state);

@@ -72,14 +72,15 @@ PTS_EXTERN int pts_promise_then(pts_promise *p, pts_reaction_fn on_fulfilled,
                                 pts_reaction_fn on_rejected, void *data,
                                 void (*cleanup)(void *data), pts_promise **out);
 /** Promise.prototype.catch(onRejected) = then(NULL, onRejected); the same
- * rules and errors as pts_promise_then(). */
+ * rules, thread (owner only) and errors as pts_promise_then(). */
 PTS_EXTERN int pts_promise_catch(pts_promise *p, pts_reaction_fn on_rejected,
                                  void *data, void (*cleanup)(void *data),
                                  pts_promise **out);
 /** Promise.prototype.finally(onFinally): on_finally gets the settled value
  * borrowed; its return value is ignored unless it is an error (which then
  * rejects), as in ES; otherwise the derived promise settles as p did. NULL
- * on_finally is then(NULL, NULL). Rules and errors as pts_promise_then(). */
+ * on_finally is then(NULL, NULL). Rules, thread (owner only) and errors as
+ * pts_promise_then(). */
 PTS_EXTERN int pts_promise_finally(pts_promise *p, pts_reaction_fn on_finally,
                                    void *data, void (*cleanup)(void *data),
                                    pts_promise **out);

@@ -56,7 +56,7 @@ typedef struct pts_post_options {
  * data and return undefined. Called exactly once when the call succeeds. */
 typedef pts_value (*pts_task_callback)(void *data, int status);
 
-/** scheduler.postTask(callback, options) (spec 2.3, "schedule a postTask
+/** scheduler.postTask(callback, options) (spec 2.4.2, "schedule a postTask
  * task"): opts may be NULL (the defaults) and is read, not kept; the signal
  * is referenced for as long as the task needs it. The priority is the
  * option's, else the TaskSignal's, else user-visible (spec "compute the
@@ -67,16 +67,18 @@ typedef pts_value (*pts_task_callback)(void *data, int status);
  * PTS_EABORT). Errors (no promise, callback never called): PTS_EINVAL (NULL
  * scheduler or callback), PTS_ETYPE (unknown priority, delay out of range),
  * PTS_EFOREIGN (signal of another loop), PTS_ECLOSED (global detached),
- * PTS_ENOMEM. */
+ * PTS_ENOMEM. Owner thread; callback runs on it. */
 PTS_EXTERN int pts_scheduler_post_task(pts_scheduler *s,
                                        pts_task_callback callback, void *data,
                                        const pts_post_options *opts,
                                        pts_promise **out);
 
-/** Direct-callback form of postTask, no promise (cheaper; same queueing): fn(data, 0) runs as the task, or
+/** Direct-callback form of postTask, no promise (cheaper; same queueing):
+ * fn(data, 0) runs as the task, or
  * fn(data, PTS_EABORT) when its signal aborts first (the reason is the
  * signal's), or fn(data, PTS_ECANCELED) if the global is detached. Errors as
- * above, plus PTS_EABORT when the signal is already aborted (fn not called). */
+ * above, plus PTS_EABORT when the signal is already aborted (fn not called).
+ * Owner thread; fn runs on it. */
 PTS_EXTERN int pts_scheduler_post(pts_scheduler *s, pts_task_fn fn, void *data,
                                   const pts_post_options *opts);
 
@@ -94,13 +96,13 @@ typedef struct pts_yield_options {
  * signal, no priority (pass NULL options to inherit both instead). */
 #define PTS_YIELD_OPTIONS_INIT {NULL, 0, PTS_PRIORITY_UNSET}
 
-/** scheduler.yield(options) (spec 2.3, "schedule a yield continuation"): the
+/** scheduler.yield(options) (spec 2.4.2, "schedule a yield continuation"): the
  * continuation goes to the continuation queue of its priority, ahead of
  * ordinary tasks of the same priority. opts may be NULL (inherit both from
  * the current scheduling state). *out gets the promise,
  * fulfilled with undefined when the continuation runs, or rejected with the
  * abort reason. Errors: PTS_ENOTSUPPORTED (global detached), PTS_ETYPE,
- * PTS_EFOREIGN, PTS_EINVAL, PTS_ENOMEM. */
+ * PTS_EFOREIGN, PTS_EINVAL, PTS_ENOMEM. Owner thread. */
 PTS_EXTERN int pts_scheduler_yield(pts_scheduler *s,
                                    const pts_yield_options *opts,
                                    pts_promise **out);

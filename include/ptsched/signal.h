@@ -46,7 +46,7 @@ typedef struct pts_controller pts_controller;
  * Owner thread. @retval 0 success. @retval PTS_EINVAL NULL loop or out.
  * @retval PTS_ENOMEM out of memory. */
 PTS_EXTERN int pts_abort_controller_new(pts_loop *loop, pts_controller **out);
-/** new TaskController({priority}) (spec 3.1): a controller whose signal is a
+/** new TaskController({priority}) (spec 3.2): a controller whose signal is a
  * TaskSignal with this priority. *out gets the caller's reference. Owner
  * thread.
  * @retval 0 success.
@@ -63,13 +63,13 @@ PTS_EXTERN void pts_controller_unref(pts_controller *c);
  * controller). Owner thread. */
 PTS_EXTERN pts_signal *pts_controller_signal(pts_controller *c);
 /** controller.abort(reason) (DOM "signal abort"): sets the reason, runs the
- * abort algorithms (aborting the tasks that use the signal, spec 2.5) and
+ * abort algorithms (aborting the tasks that use the signal, spec 2.4.2) and
  * fires "abort" at the signal and its dependents. reason is copied; NULL (or
  * undefined) means a new AbortError. Aborting an aborted signal does nothing
  * (no second event) and returns 0. Owner thread.
  * @retval PTS_ENOMEM out of memory making the AbortError. */
 PTS_EXTERN int pts_controller_abort(pts_controller *c, const pts_value *reason);
-/** TaskController.setPriority(priority) (spec 3.1, "signal priority
+/** TaskController.setPriority(priority) (spec 3.2/3.3, "signal priority
  * change"): changes the signal's priority, moves its tasks to the matching
  * queue and fires "prioritychange" at it and its dependents. Same priority:
  * no event, returns 0. Owner thread.
@@ -121,7 +121,7 @@ typedef struct pts_task_signal_any_init {
 } pts_task_signal_any_init;
 /** The defaults of TaskSignalAnyInit: {priority: "user-visible"}. */
 #define PTS_TASK_SIGNAL_ANY_INIT {PTS_PRIORITY_USER_VISIBLE, NULL}
-/** TaskSignal.any(signals, init) (spec 3.2, "create a dependent task
+/** TaskSignal.any(signals, init) (spec 3.3, "create a dependent task
  * signal"): a new TaskSignal aborted when any of signals is, whose priority
  * follows init->priority_source if given (a dependent signal) or is fixed at
  * init->priority. init may be NULL (the defaults). Borrows the array and init.
@@ -153,7 +153,7 @@ PTS_EXTERN bool pts_signal_is_task_signal(const pts_signal *s);
 /** TaskSignal.priority: a pts_priority; PTS_EINVAL for a plain AbortSignal or
  * NULL. Owner thread. */
 PTS_EXTERN int pts_signal_priority(const pts_signal *s);
-/** The spec's "has fixed priority" (section 3.2): a dependent TaskSignal with
+/** The spec's "has fixed priority" (section 3.3): a dependent TaskSignal with
  * no source signal, whose priority can never change. Owner thread. */
 PTS_EXTERN bool pts_signal_has_fixed_priority(const pts_signal *s);
 
@@ -162,7 +162,7 @@ PTS_EXTERN bool pts_signal_has_fixed_priority(const pts_signal *s);
 /** The events a signal fires. */
 typedef enum pts_event_type {
   PTS_EVENT_ABORT = 0,     /**< "abort" (AbortSignal) */
-  PTS_EVENT_PRIORITYCHANGE /**< "prioritychange" (TaskSignal, spec 3.3) */
+  PTS_EVENT_PRIORITYCHANGE /**< "prioritychange" (TaskSignal, spec 3.1) */
 } pts_event_type;
 
 /** An Event or TaskPriorityChangeEvent, borrowed by listeners for the call.
