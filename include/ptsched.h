@@ -3,6 +3,7 @@
 #define PTSCHED_H
 
 #include "ptsched/common.h"
+#include "ptsched/version.h"
 #include "ptsched/value.h"
 #include "ptsched/loop.h"
 #include "ptsched/promise.h"

@@ -14,6 +14,7 @@ packages=(
   libbenchmark-dev       # Google Benchmark
   libevent-dev libuv1-dev  # peers measured by the benchmark runner
   gnuplot-nox            # plots of the benchmark reports
+  doxygen pkg-config     # the API reference; the install check's consumers
 )
 
 missing=()

@@ -3,7 +3,8 @@
 # --config=tsan. Ends with one line "N passed, N failed" counting individual
 # GoogleTest cases over the three runs (read from Bazel's test.xml files), and
 # exits non-zero if any case failed, any test target failed (e.g. a sanitizer
-# report at exit) or anything did not build.
+# report at exit) or anything did not build. Then the install check
+# (tools/check_install.sh), each of its checks one more case.
 #
 # PTS_DISK_CACHE: Bazel's disk cache, shared across clones (default below).
 # PTS_CONFIGS: the configs to run (default "plain asan tsan").
@@ -67,5 +68,20 @@ for cfg in $configs; do
   fi
 done
 rm -f "$out"
+
+# The install check (tools/check_install.sh, docs/install.md): install into a
+# temporary prefix, build and run the examples with pkg-config only, compare
+# the exported symbols with the headers, Doxygen with no warning. Each of its
+# PASS/FAIL lines counts as one case; a crash with no FAIL line counts as one.
+echo "== bash tools/check_install.sh" >&2
+inst=$(bash tools/check_install.sh 2>&1)
+inst_rc=$?
+printf '%s\n' "$inst" >&2
+inst_pass=$(printf '%s\n' "$inst" | grep -c '^PASS ')
+inst_fail=$(printf '%s\n' "$inst" | grep -c '^FAIL ')
+[ "$inst_rc" -ne 0 ] && [ "$inst_fail" -eq 0 ] && inst_fail=1
+passed=$((passed + inst_pass))
+failed=$((failed + inst_fail))
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -1,4 +1,9 @@
-/* ptsched: agents on a worker pool.
+/** @file ptsched/agents.h
+ * @brief Agents (tenants, each an event loop) on a worker pool: placement,
+ * inter-loop policies, cross-thread postTask and controllers, lifecycle and
+ * statistics. Not part of the spec: this is the host side that runs many
+ * tenants' loops (the spec's "agents" and its first privacy mitigation,
+ * one origin per thread, see docs/agents.md and docs/security.md).
  *
  * An agent is a tenant: its own loop (with its default global and scheduler),
  * an origin label and a weight. A pool of N threads runs M agents' loops; a
@@ -13,6 +18,10 @@
  * Ownership: pts_pool_new and pts_agent_new give one reference (atomic);
  * pts_agent_unref drops it. Destroying an agent or shutting the pool down does
  * not free the handle: calls on it then fail with PTS_ECLOSED.
+ *
+ * Errors: besides the codes each function names, PTS_EINVAL for a NULL
+ * object or argument and PTS_ENOMEM when out of memory. A call that fails
+ * changes nothing and calls nothing.
  */
 #ifndef PTSCHED_AGENTS_H
 #define PTSCHED_AGENTS_H
@@ -30,60 +39,94 @@
 extern "C" {
 #endif
 
+/** A pool of worker threads running agents' loops; opaque. */
 typedef struct pts_pool pts_pool;
+/** An agent (a tenant): its own loop, default global and scheduler, an origin
+ * label and a weight; opaque, refcounted (atomic). */
 typedef struct pts_agent pts_agent;
+/** A handle, usable from any thread, to a controller living on an agent's
+ * loop; opaque, refcounted (atomic). */
 typedef struct pts_remote_controller pts_remote_controller;
 
-/* Inter-loop policies for loops sharing a thread (docs/agents.md). */
+/** Inter-loop policies for loops sharing a thread (docs/agents.md). */
 typedef enum pts_policy {
-  PTS_POLICY_STRICT = 0,       /* most urgent next task across loops, then longest waiting loop */
-  PTS_POLICY_ROUND_ROBIN,      /* one task per ready loop in turn */
-  PTS_POLICY_FAIR,             /* least CPU time used per unit of weight */
-  PTS_POLICY_RANDOMIZED,       /* weighted lottery among ready loops, seeded */
-  PTS_POLICY_TIME_PARTITIONED  /* fixed slots per loop; idle slots stay idle */
+  PTS_POLICY_STRICT = 0,       /**< most urgent next task across loops, then longest waiting loop */
+  PTS_POLICY_ROUND_ROBIN,      /**< one task per ready loop in turn */
+  PTS_POLICY_FAIR,             /**< least CPU time used per unit of weight */
+  PTS_POLICY_RANDOMIZED,       /**< weighted lottery among ready loops, seeded */
+  PTS_POLICY_TIME_PARTITIONED  /**< fixed slots per loop; idle slots stay idle */
 } pts_policy;
+/** Number of policies. */
 #define PTS_POLICY_COUNT 5
-/* "strict", "round-robin", "fair", "randomized", "time-partitioned"; NULL if unknown. */
+/** A policy's name: "strict", "round-robin", "fair", "randomized",
+ * "time-partitioned"; NULL if unknown. A static string. Any thread. */
 PTS_EXTERN const char *pts_policy_name(int policy);
 
+/** Options of pts_pool_new().
+ *
+ * ABI: embedders allocate it; its size and layout are fixed for a major
+ * version (a new member means a new SONAME). Zero-initialise it
+ * (`pts_pool_options o = {0};`: one thread per core, strict policy), then set
+ * fields by name. */
 typedef struct pts_pool_options {
-  unsigned threads;  /* 0 = number of online cores */
-  pts_policy policy;
-  uint64_t seed;     /* randomized policy */
-  uint64_t slot_ns;  /* time-partitioned slot length; 0 = 1 ms */
+  unsigned threads;  /**< number of threads; 0 = number of online cores */
+  pts_policy policy; /**< the inter-loop policy of every thread */
+  uint64_t seed;     /**< randomized policy: the lottery's seed */
+  uint64_t slot_ns;  /**< time-partitioned slot length; 0 = 1 ms */
 } pts_pool_options;
 
+/** Creates a pool and starts its threads. opts may be NULL (the zero
+ * defaults) and is read, not kept. *out gets the pool; free it with
+ * pts_pool_shutdown(). Any thread.
+ * @retval 0 success. @retval PTS_EINVAL out is NULL or an unknown policy.
+ * @retval PTS_ENOMEM out of memory or threads could not be started. */
 PTS_EXTERN int pts_pool_new(const pts_pool_options *opts, pts_pool **out);
-/* Stops the threads after destroying every agent still running (their
+/** Stops the threads after destroying every agent still running (their
  * pending work is released: promises rejected, callbacks given
  * PTS_ECLOSED) and frees the pool. Not from a pool thread (PTS_EBUSY).
- * Agent handles stay valid until unref'd. */
+ * Agent handles stay valid until unref'd. Any other thread.
+ * @retval PTS_EBUSY called from a pool thread. @retval PTS_ECLOSED already
+ * shut down. */
 PTS_EXTERN int pts_pool_shutdown(pts_pool *pool);
+/** The pool's number of threads; 0 for NULL. Any thread. */
 PTS_EXTERN unsigned pts_pool_threads(const pts_pool *pool);
 
+/** Options of pts_agent_new().
+ *
+ * ABI: embedders allocate it; its size and layout are fixed for a major
+ * version. Initialise it with PTS_AGENT_OPTIONS_INIT, then set fields by
+ * name. */
 typedef struct pts_agent_options {
-  const char *origin; /* tenant/origin label (copied); NULL = a unique one */
-  uint32_t weight;    /* fair and randomized policies; 0 = 1 */
-  int thread;         /* explicit placement (0..threads-1), or -1 = by rule */
+  const char *origin; /**< tenant/origin label (copied); NULL = a unique one */
+  uint32_t weight;    /**< fair and randomized policies; 0 = 1 */
+  int thread;         /**< explicit placement (0..threads-1), or -1 = by rule */
 } pts_agent_options;
+/** The defaults: a unique origin, weight 1, placement by rule. */
 #define PTS_AGENT_OPTIONS_INIT {NULL, 1, -1}
 
-/* Creates an agent and places it: with thread = -1, an origin already placed
+/** Creates an agent and places it: with thread = -1, an origin already placed
  * goes to its thread; a new origin takes a thread with no origin yet while
  * there is one (one origin per thread, the spec's first mitigation);
- * otherwise the thread with the fewest agents. */
+ * otherwise the thread with the fewest agents. opts may be NULL (the
+ * defaults). *out gets the caller's reference. Any thread.
+ * @retval PTS_EINVAL NULL pool or out, a thread out of range.
+ * @retval PTS_ECLOSED the pool is shut down. */
 PTS_EXTERN int pts_agent_new(pts_pool *pool, const pts_agent_options *opts,
                              pts_agent **out);
+/** Takes one more reference to the handle. NULL is a no-op. Any thread. */
 PTS_EXTERN void pts_agent_ref(pts_agent *a);
+/** Drops one reference; the last one frees the handle (it does not destroy a
+ * running agent: see pts_agent_destroy() and pts_pool_shutdown()). NULL is a
+ * no-op. Any thread. */
 PTS_EXTERN void pts_agent_unref(pts_agent *a);
-/* The thread index the agent runs on. */
+/** The thread index the agent runs on; PTS_EINVAL for NULL. Any thread. */
 PTS_EXTERN int pts_agent_thread(const pts_agent *a);
-/* The agent's loop and default global: for use only from the agent's own
+/** The agent's loop and default global: for use only from the agent's own
  * tasks (its thread); borrowed. pts_loop_stop() on it only wakes it (an
  * agent stops by pts_agent_destroy); pts_loop_run() on it fails (PTS_EBUSY). */
 PTS_EXTERN pts_loop *pts_agent_loop(pts_agent *a);
 
-/* Destroys the agent: applied by its thread between two tasks (from one of
+/** Destroys the agent: applied by its thread between two tasks (from one of
  * its own tasks: after that task returns). Pending tasks, promises and
  * timers are released (callbacks get PTS_ECANCELED or PTS_ECLOSED), the loop is
  * freed; later calls fail with PTS_ECLOSED. If wait, blocks until done (not
@@ -92,11 +135,13 @@ PTS_EXTERN pts_loop *pts_agent_loop(pts_agent *a);
  * returns PTS_ECLOSED (after waiting for the first, if wait). */
 PTS_EXTERN int pts_agent_destroy(pts_agent *a, bool wait);
 
-/* Blocks until the agent has nothing runnable and no pending inbox command
- * (timers may still be armed). Not from a pool thread (PTS_EBUSY). */
+/** Blocks until the agent has nothing runnable and no pending inbox command
+ * (timers may still be armed). Any thread but a pool thread.
+ * @retval 0 drained. @retval PTS_EBUSY called from a pool thread.
+ * @retval PTS_ECLOSED the agent is destroyed. */
 PTS_EXTERN int pts_agent_drain(pts_agent *a);
 
-/* The outcome of a cross-thread postTask: status 0 and the fulfilment value,
+/** The outcome of a cross-thread postTask: status 0 and the fulfilment value,
  * or a negative status and the rejection reason (PTS_EABORT when aborted,
  * PTS_EERROR when the callback returned an error value or a promise that was
  * rejected, PTS_ECLOSED when the agent, or reply_to, was destroyed first).
@@ -104,16 +149,22 @@ PTS_EXTERN int pts_agent_drain(pts_agent *a);
  * (of the agent's loop) is adopted: done learns its settlement. */
 typedef void (*pts_result_fn)(void *data, int status, pts_value result);
 
-/* Options of a cross-thread post: the postTask options, with the signal given
- * as a remote controller's signal (or none). */
+/** Options of a cross-thread post: the postTask options, with the signal given
+ * as a remote controller's signal (or none).
+ *
+ * ABI: embedders allocate it; its size and layout are fixed for a major
+ * version. Initialise it with PTS_AGENT_POST_OPTIONS_INIT, then set fields by
+ * name. */
 typedef struct pts_agent_post_options {
-  int priority;                      /* pts_priority or PTS_PRIORITY_UNSET */
-  int64_t delay_ms;
-  pts_remote_controller *controller; /* its signal is the task's signal; may be NULL */
+  int priority;                      /**< pts_priority or PTS_PRIORITY_UNSET */
+  int64_t delay_ms;                  /**< as pts_post_options.delay_ms */
+  pts_remote_controller *controller; /**< its signal is the task's signal; may be NULL; borrowed */
 } pts_agent_post_options;
+/** The defaults: no priority, no delay, no controller. */
 #define PTS_AGENT_POST_OPTIONS_INIT {PTS_PRIORITY_UNSET, 0, NULL}
 
-/* postTask on the agent's scheduler from any thread. callback runs as the task
+/** postTask on the agent's scheduler from any thread (spec 2.4.2 "schedule a
+ * postTask task", applied on the agent's thread). opts may be NULL. callback runs as the task
  * on the agent's thread (status as pts_task_callback). done (may be NULL)
  * learns the result: on the agent's thread, or, if reply_to is not NULL, as a
  * message task on reply_to's thread (so a caller that is itself an agent gets
@@ -127,23 +178,37 @@ PTS_EXTERN int pts_agent_post_task(pts_agent *a,
                                    pts_result_fn done, void *done_data,
                                    pts_agent *reply_to);
 
-/* Queues fn on one of the agent's ordinary task sources from any thread. */
+/** Queues fn on one of the agent's ordinary task sources from any thread
+ * (status as pts_task_fn: 0 when it runs on the agent's thread,
+ * PTS_ECANCELED or PTS_ECLOSED if the agent goes first).
+ * @retval PTS_EINVAL NULL a or fn, unknown source. @retval PTS_ECLOSED the
+ * agent is destroyed. */
 PTS_EXTERN int pts_agent_queue_task(pts_agent *a, pts_task_source source,
                                     pts_task_fn fn, void *data);
 
-/* A handle to a controller owned by an agent, usable from any thread. Create
+/** A handle to a controller owned by an agent, usable from any thread. Create
  * it on the agent's thread (from one of its tasks) with
  * pts_remote_controller_new, which creates the controller (a TaskController if
- * priority >= 0, else an AbortController) on the agent's loop. */
+ * priority >= 0, else an AbortController) on the agent's loop. *out gets the
+ * caller's reference.
+ * @retval PTS_EFOREIGN not called on the agent's thread.
+ * @retval PTS_ETYPE priority above user-blocking.
+ * @retval PTS_ECLOSED the agent is destroyed. */
 PTS_EXTERN int pts_remote_controller_new(pts_agent *a, int priority,
                                          pts_remote_controller **out);
-/* Any thread: the same from outside, applied on the agent's thread before any
- * later command of this caller; returns at once. */
+/** Any thread: the same from outside, applied on the agent's thread before any
+ * later command of this caller; returns at once. *out gets the caller's
+ * reference.
+ * @retval PTS_ETYPE priority above user-blocking.
+ * @retval PTS_ECLOSED the agent is destroyed. */
 PTS_EXTERN int pts_remote_controller_new_async(pts_agent *a, int priority,
                                                pts_remote_controller **out);
+/** Takes one more reference to the handle. NULL is a no-op. Any thread. */
 PTS_EXTERN void pts_remote_controller_ref(pts_remote_controller *rc);
+/** Drops one reference; the last one frees the handle, and the controller on
+ * the agent's loop is released there. NULL is a no-op. Any thread. */
 PTS_EXTERN void pts_remote_controller_unref(pts_remote_controller *rc);
-/* abort(reason) / setPriority(priority) from any thread (reason copied; NULL =
+/** controller.abort(reason) / controller.setPriority(priority) from any thread (reason copied; NULL =
  * AbortError; a promise reason is PTS_EINVAL). done (may be NULL) gets the
  * outcome on the agent's thread: 0, PTS_ENOTALLOWED, PTS_EINVAL (setPriority
  * on an AbortController)..., or PTS_ECLOSED if the agent is gone. An unknown
@@ -151,42 +216,65 @@ PTS_EXTERN void pts_remote_controller_unref(pts_remote_controller *rc);
 PTS_EXTERN int pts_remote_controller_abort(pts_remote_controller *rc,
                                            const pts_value *reason,
                                            pts_task_fn done, void *done_data);
+/** setPriority(priority) from any thread: see pts_remote_controller_abort(). */
 PTS_EXTERN int pts_remote_controller_set_priority(pts_remote_controller *rc,
                                                   int priority,
                                                   pts_task_fn done,
                                                   void *done_data);
-/* The controller itself, for the agent's own tasks (its thread); borrowed. */
+/** The controller itself, for the agent's own tasks (its thread); borrowed.
+ * Made there if the async creation has not been applied yet. NULL for a NULL
+ * rc, off the agent's thread, or out of memory. */
 PTS_EXTERN pts_controller *pts_remote_controller_get(pts_remote_controller *rc);
 
 /* Statistics (relaxed snapshots, any thread). */
-#define PTS_DELAY_BUCKETS 32 /* bucket i: start delay in [2^i, 2^(i+1)) ns */
-/* The class a task ran in (docs/loop.md): idle callbacks; scheduler
+/** Buckets of pts_agent_stats.delay_hist: bucket i counts start delays in
+ * [2^i, 2^(i+1)) ns. */
+#define PTS_DELAY_BUCKETS 32
+/** The class a task ran in (docs/loop.md): idle callbacks; scheduler
  * effective priority 0-1; timers, messages, generic and effective priority 2;
  * effective priority 3-5; user input. */
 typedef enum pts_task_class {
-  PTS_CLASS_IDLE = 0,
-  PTS_CLASS_LOW,
-  PTS_CLASS_FIFO,
-  PTS_CLASS_HIGH,
-  PTS_CLASS_INPUT
+  PTS_CLASS_IDLE = 0, /**< idle callbacks */
+  PTS_CLASS_LOW,      /**< scheduler tasks of effective priority 0-1 */
+  PTS_CLASS_FIFO,     /**< timers, messages, generic tasks, effective priority 2 */
+  PTS_CLASS_HIGH,     /**< scheduler tasks of effective priority 3-5 */
+  PTS_CLASS_INPUT     /**< user input tasks */
 } pts_task_class;
+/** Number of task classes. */
 #define PTS_CLASS_COUNT 5
+/** One agent's counters (pts_agent_get_stats()).
+ *
+ * ABI: embedders allocate it; its size and layout are fixed for a major
+ * version (a new counter means a new SONAME). */
 typedef struct pts_agent_stats {
-  uint64_t tasks_run[PTS_CLASS_COUNT]; /* by class of the task when it started */
-  uint64_t cpu_ns;         /* time spent running this agent's steps */
-  uint64_t delay_hist[PTS_DELAY_BUCKETS]; /* start delay of cross-thread posted tasks */
-  uint64_t inbox_depth;    /* commands posted and not yet applied */
-  uint64_t inbox_max;      /* largest depth seen at a drain */
+  uint64_t tasks_run[PTS_CLASS_COUNT]; /**< by class of the task when it started */
+  uint64_t cpu_ns;         /**< time spent running this agent's steps */
+  uint64_t delay_hist[PTS_DELAY_BUCKETS]; /**< start delay of cross-thread posted tasks */
+  uint64_t inbox_depth;    /**< commands posted and not yet applied */
+  uint64_t inbox_max;      /**< largest depth seen at a drain */
 } pts_agent_stats;
+/** One pool thread's counters (pts_pool_get_thread_stats()).
+ *
+ * ABI: embedders allocate it; its size and layout are fixed for a major
+ * version. */
 typedef struct pts_thread_stats {
+  /**@{*/
+  /** Steps run, time busy and idle (ns), wake-ups, agents placed on it. */
   uint64_t steps, busy_ns, idle_ns, wakeups, agents;
-  /* Time-partitioned: CLOCK_MONOTONIC ns at which the thread's current frame
+  /**@}*/
+  /** Time-partitioned: CLOCK_MONOTONIC ns at which the thread's current frame
    * began; slot k starts at frame_origin_ns + k * slot_ns and belongs to the
    * thread's agent number k mod agents, in placement order. A new frame
    * begins whenever an agent is added to or removed from the thread. */
   uint64_t frame_origin_ns;
 } pts_thread_stats;
+/** Copies a relaxed snapshot of the agent's counters into *out (caller's
+ * storage). Any thread. @retval 0 success. @retval PTS_EINVAL NULL a or
+ * out. */
 PTS_EXTERN int pts_agent_get_stats(const pts_agent *a, pts_agent_stats *out);
+/** Copies a relaxed snapshot of one pool thread's counters into *out. Any
+ * thread. @retval 0 success. @retval PTS_EINVAL NULL pool or out, thread
+ * out of range. */
 PTS_EXTERN int pts_pool_get_thread_stats(const pts_pool *pool, unsigned thread,
                                          pts_thread_stats *out);
 

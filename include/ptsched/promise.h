@@ -1,4 +1,6 @@
-/* ptsched: promises owned by a loop (ECMAScript promise semantics in C).
+/** @file ptsched/promise.h
+ * @brief Promises owned by a loop (ECMAScript promise semantics in C): the
+ * results of postTask() and yield().
  *
  * Threads: owner thread of the promise's loop only. Reactions run as
  * microtasks on that thread, in registration order, each with the scheduling
@@ -8,6 +10,10 @@
  * the caller one reference; drop it with pts_promise_unref(). Whatever settles
  * a promise (a reaction, a scheduler task) holds its own reference until then,
  * so reactions still run after the caller's reference is gone.
+ *
+ * Errors: every int-returning function returns 0, PTS_EINVAL for a NULL
+ * promise or loop, or PTS_ENOMEM; PTS_EFOREIGN (debug builds) from a foreign
+ * thread. A call that fails registers nothing and calls nothing.
  */
 #ifndef PTSCHED_PROMISE_H
 #define PTSCHED_PROMISE_H
@@ -20,51 +26,76 @@
 extern "C" {
 #endif
 
+/** The [[PromiseState]] of a promise. */
 typedef enum pts_promise_state {
-  PTS_PROMISE_PENDING = 0,
-  PTS_PROMISE_FULFILLED,
-  PTS_PROMISE_REJECTED
+  PTS_PROMISE_PENDING = 0, /**< not settled yet */
+  PTS_PROMISE_FULFILLED,   /**< fulfilled with a value */
+  PTS_PROMISE_REJECTED     /**< rejected with a reason */
 } pts_promise_state;
 
-/* A reaction handler: arg is borrowed; the returned value is owned by the
+/** A reaction handler: arg is borrowed; the returned value is owned by the
  * caller of the handler and settles the derived promise (a PTS_VALUE_ERROR
  * rejects it: that is how a handler throws; a PTS_VALUE_PROMISE is adopted). */
 typedef pts_value (*pts_reaction_fn)(void *data, pts_value arg);
 
+/** A new pending promise on the loop (NewPromiseCapability); *out gets the
+ * caller's reference. Owner thread.
+ * @retval 0 success. @retval PTS_EINVAL loop or out is NULL.
+ * @retval PTS_ENOMEM out of memory. */
 PTS_EXTERN int pts_promise_new(pts_loop *loop, pts_promise **out);
+/** Takes one more reference. NULL is a no-op. Owner thread. */
 PTS_EXTERN void pts_promise_ref(pts_promise *p);
+/** Drops one reference; the last one frees the promise (reactions already
+ * registered keep their own). NULL is a no-op. Owner thread. */
 PTS_EXTERN void pts_promise_unref(pts_promise *p);
 
-/* Promise resolve function: takes over v's reference. Resolving with a
+/** Promise resolve function: takes over v's reference. Resolving with a
  * PTS_VALUE_PROMISE adopts its state through a job (one extra tick, as
  * NewPromiseResolveThenableJob); with the promise itself rejects with a
- * TypeError. Once resolved or settled, later calls are ignored (return 0). */
+ * TypeError. Once resolved or settled, later calls are ignored (return 0,
+ * v released). A NULL p is PTS_EINVAL (v released). Owner thread. */
 PTS_EXTERN int pts_promise_resolve(pts_promise *p, pts_value v);
-/* Promise reject function: takes over reason's reference. */
+/** Promise reject function: takes over reason's reference. Reactions run as
+ * microtasks. Once resolved, later calls are ignored (return 0, reason
+ * released). A NULL p is PTS_EINVAL (reason released). Owner thread. */
 PTS_EXTERN int pts_promise_reject(pts_promise *p, pts_value reason);
 
-/* then(onFulfilled, onRejected): either handler may be NULL (pass through).
- * cleanup(data), if not NULL, runs exactly once: after the handler ran, or
- * when it never will (loop freed). *out (may be NULL) gets the derived promise. */
+/** Promise.prototype.then(onFulfilled, onRejected) (PerformPromiseThen):
+ * either handler may be NULL (pass through). The handler runs as a microtask
+ * on the owner thread, with the scheduling state current at this call
+ * (HostMakeJobCallback). cleanup(data), if not NULL, runs exactly once: after
+ * the handler ran, or when it never will (loop freed). *out (may be NULL) gets
+ * a reference to the derived promise. Owner thread.
+ * @retval 0 registered. @retval PTS_EINVAL p is NULL.
+ * @retval PTS_ENOMEM out of memory (nothing registered, cleanup not called). */
 PTS_EXTERN int pts_promise_then(pts_promise *p, pts_reaction_fn on_fulfilled,
                                 pts_reaction_fn on_rejected, void *data,
                                 void (*cleanup)(void *data), pts_promise **out);
-/* catch(onRejected) = then(NULL, onRejected). */
+/** Promise.prototype.catch(onRejected) = then(NULL, onRejected); the same
+ * rules, thread (owner only) and errors as pts_promise_then(). */
 PTS_EXTERN int pts_promise_catch(pts_promise *p, pts_reaction_fn on_rejected,
                                  void *data, void (*cleanup)(void *data),
                                  pts_promise **out);
-/* finally(onFinally): on_finally gets the settled value borrowed; its return
- * value is ignored unless it is an error (which then rejects), as in ES. */
+/** Promise.prototype.finally(onFinally): on_finally gets the settled value
+ * borrowed; its return value is ignored unless it is an error (which then
+ * rejects), as in ES; otherwise the derived promise settles as p did. NULL
+ * on_finally is then(NULL, NULL). Rules, thread (owner only) and errors as
+ * pts_promise_then(). */
 PTS_EXTERN int pts_promise_finally(pts_promise *p, pts_reaction_fn on_finally,
                                    void *data, void (*cleanup)(void *data),
                                    pts_promise **out);
 
+/** The promise's [[PromiseState]]; PTS_PROMISE_PENDING for NULL. Owner
+ * thread. */
 PTS_EXTERN pts_promise_state pts_promise_get_state(const pts_promise *p);
-/* The fulfilment value or rejection reason (borrowed), undefined if pending. */
+/** The fulfilment value or rejection reason (borrowed: pts_value_copy() it to
+ * keep it past the promise), undefined if pending. Owner thread. */
 PTS_EXTERN pts_value pts_promise_get_result(const pts_promise *p);
+/** The loop that owns the promise (borrowed); NULL for NULL. Any thread. */
 PTS_EXTERN pts_loop *pts_promise_get_loop(const pts_promise *p);
 
-/* A value of kind PTS_VALUE_PROMISE holding a new reference to p. */
+/** A value of kind PTS_VALUE_PROMISE holding a new reference to p (release it
+ * with pts_value_release() on the owner thread). Owner thread. */
 PTS_EXTERN pts_value pts_promise_value(pts_promise *p);
 
 #ifdef __cplusplus

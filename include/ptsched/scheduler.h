@@ -1,4 +1,6 @@
-/* ptsched: the Scheduler of a global: postTask() and yield() (spec section 2).
+/** @file ptsched/scheduler.h
+ * @brief The Scheduler of a global: postTask() and yield() (spec section 2,
+ * "Scheduling Tasks and Continuations").
  *
  * Threads: owner thread of the global's loop. Callbacks run on that thread.
  * Selection runs across all schedulers of a loop: highest effective priority
@@ -19,68 +21,97 @@
 extern "C" {
 #endif
 
+/** The Scheduler of one global (window.scheduler); opaque, owned by its
+ * global. */
 typedef struct pts_scheduler pts_scheduler;
 
-/* The global's scheduler (borrowed; lives as long as the global's struct). */
+/** The global's scheduler (borrowed; lives as long as the global's struct),
+ * made on first use. NULL for a NULL global, from a foreign thread, or when
+ * out of memory. Owner thread. */
 PTS_EXTERN pts_scheduler *pts_global_scheduler(pts_global *global);
 
-/* "not given" for the priority options. */
+/** "not given" for the priority options. */
 #define PTS_PRIORITY_UNSET (-1)
-/* ContinuationPriority "inherit" (yield only). */
+/** ContinuationPriority "inherit" (yield only). */
 #define PTS_PRIORITY_INHERIT (-2)
 
-/* SchedulerPostTaskOptions. delay_ms is WebIDL [EnforceRange] unsigned long
- * long: negative or above 2^53 - 1 is PTS_ETYPE. */
+/** SchedulerPostTaskOptions. delay_ms is WebIDL [EnforceRange] unsigned long
+ * long: negative or above 2^53 - 1 is PTS_ETYPE.
+ *
+ * ABI: embedders allocate it; its size and layout are fixed for a major
+ * version (a new member means a new SONAME). Initialise it with
+ * PTS_POST_OPTIONS_INIT, then set fields by name. */
 typedef struct pts_post_options {
-  pts_signal *signal; /* AbortSignal or TaskSignal, or NULL */
-  int priority;       /* pts_priority or PTS_PRIORITY_UNSET */
-  int64_t delay_ms;
+  pts_signal *signal; /**< AbortSignal or TaskSignal, or NULL; borrowed for the call */
+  int priority;       /**< pts_priority or PTS_PRIORITY_UNSET */
+  int64_t delay_ms;   /**< delay before the task is queued, in ms; 0 = none */
 } pts_post_options;
+/** The defaults of SchedulerPostTaskOptions: no signal, no priority, no
+ * delay. */
 #define PTS_POST_OPTIONS_INIT {NULL, PTS_PRIORITY_UNSET, 0}
 
-/* The postTask callback of the promise form. status 0: run it now, its return
+/** The postTask callback of the promise form. status 0: run it now, its return
  * value settles the promise (an error value rejects it). status PTS_EABORT or
  * PTS_ECANCELED: it will never run (the promise is already rejected); release
  * data and return undefined. Called exactly once when the call succeeds. */
 typedef pts_value (*pts_task_callback)(void *data, int status);
 
-/* postTask(callback, options). On success *out (may be NULL) gets a reference
+/** scheduler.postTask(callback, options) (spec 2.4.2, "schedule a postTask
+ * task"): opts may be NULL (the defaults) and is read, not kept; the signal
+ * is referenced for as long as the task needs it. The priority is the
+ * option's, else the TaskSignal's, else user-visible (spec "compute the
+ * scheduling state from options"). On success *out (may be NULL) gets a
+ * reference
  * to the result promise. If the signal is already aborted the promise is
  * returned rejected with its reason (and callback is called at once with
  * PTS_EABORT). Errors (no promise, callback never called): PTS_EINVAL (NULL
  * scheduler or callback), PTS_ETYPE (unknown priority, delay out of range),
  * PTS_EFOREIGN (signal of another loop), PTS_ECLOSED (global detached),
- * PTS_ENOMEM. */
+ * PTS_ENOMEM. Owner thread; callback runs on it. */
 PTS_EXTERN int pts_scheduler_post_task(pts_scheduler *s,
                                        pts_task_callback callback, void *data,
                                        const pts_post_options *opts,
                                        pts_promise **out);
 
-/* Direct-callback form, no promise: fn(data, 0) runs as the task, or
+/** Direct-callback form of postTask, no promise (cheaper; same queueing):
+ * fn(data, 0) runs as the task, or
  * fn(data, PTS_EABORT) when its signal aborts first (the reason is the
  * signal's), or fn(data, PTS_ECANCELED) if the global is detached. Errors as
- * above, plus PTS_EABORT when the signal is already aborted (fn not called). */
+ * above, plus PTS_EABORT when the signal is already aborted (fn not called).
+ * Owner thread; fn runs on it. */
 PTS_EXTERN int pts_scheduler_post(pts_scheduler *s, pts_task_fn fn, void *data,
                                   const pts_post_options *opts);
 
-/* SchedulerYieldOptions. signal_inherit = the "inherit" value of signal. */
+/** SchedulerYieldOptions. signal_inherit = the "inherit" value of signal.
+ *
+ * ABI: embedders allocate it; its size and layout are fixed for a major
+ * version. Initialise it with PTS_YIELD_OPTIONS_INIT, then set fields by
+ * name. */
 typedef struct pts_yield_options {
-  pts_signal *signal;  /* NULL = not given (unless signal_inherit) */
-  int signal_inherit;  /* non-zero: signal is "inherit" */
-  int priority;        /* pts_priority, PTS_PRIORITY_INHERIT or PTS_PRIORITY_UNSET */
+  pts_signal *signal;  /**< NULL = not given (unless signal_inherit); borrowed */
+  int signal_inherit;  /**< non-zero: signal is "inherit" */
+  int priority;        /**< pts_priority, PTS_PRIORITY_INHERIT or PTS_PRIORITY_UNSET */
 } pts_yield_options;
+/** The defaults of SchedulerYieldOptions as the IDL dictionary has them: no
+ * signal, no priority (pass NULL options to inherit both instead). */
 #define PTS_YIELD_OPTIONS_INIT {NULL, 0, PTS_PRIORITY_UNSET}
 
-/* yield(options): opts may be NULL (inherit both). *out gets the promise,
+/** scheduler.yield(options) (spec 2.4.2, "schedule a yield continuation"): the
+ * continuation goes to the continuation queue of its priority, ahead of
+ * ordinary tasks of the same priority. opts may be NULL (inherit both from
+ * the current scheduling state). *out gets the promise,
  * fulfilled with undefined when the continuation runs, or rejected with the
  * abort reason. Errors: PTS_ENOTSUPPORTED (global detached), PTS_ETYPE,
- * PTS_EFOREIGN, PTS_EINVAL, PTS_ENOMEM. */
+ * PTS_EFOREIGN, PTS_EINVAL, PTS_ENOMEM. Owner thread. */
 PTS_EXTERN int pts_scheduler_yield(pts_scheduler *s,
                                    const pts_yield_options *opts,
                                    pts_promise **out);
-/* Direct-callback form of yield: fn runs as the continuation (status 0) or
+/** Direct-callback form of yield: fn runs as the continuation (status 0) or
  * gets PTS_EABORT / PTS_ECANCELED. The continuation runs with the computed
- * scheduling state as the current one, so a yield inside it inherits again. */
+ * scheduling state as the current one, so a yield inside it inherits again.
+ * Errors as pts_scheduler_yield() (PTS_EINVAL also for a NULL fn), plus
+ * PTS_EABORT when the signal is already aborted (fn not called). Owner
+ * thread. */
 PTS_EXTERN int pts_scheduler_yield_cb(pts_scheduler *s,
                                       const pts_yield_options *opts,
                                       pts_task_fn fn, void *data);

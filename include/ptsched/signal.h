@@ -1,6 +1,7 @@
-/* ptsched: AbortController/AbortSignal, TaskController/TaskSignal, their
+/** @file ptsched/signal.h
+ * @brief AbortController/AbortSignal, TaskController/TaskSignal, their
  * events, AbortSignal.abort/timeout/any and TaskSignal.any (DOM and spec
- * section 3; shared/spec/controlling-tasks.md).
+ * section 3, "Controlling Tasks").
  *
  * Threads: every function here is owner-thread only (the loop the object was
  * created on); listeners run synchronously on that thread. To abort or
@@ -13,6 +14,10 @@
  * holds it, or while it has listeners or algorithms and a source that can
  * still abort or change priority. One that cannot be observed is freed and
  * unlinked from its sources.
+ *
+ * Errors: int-returning functions give 0 or PTS_EINVAL for a NULL object or
+ * argument (and PTS_EFOREIGN from a foreign thread, in debug builds), besides
+ * the codes each one names. A call that fails changes nothing.
  */
 #ifndef PTSCHED_SIGNAL_H
 #define PTSCHED_SIGNAL_H
@@ -28,95 +33,167 @@
 extern "C" {
 #endif
 
-typedef struct pts_signal pts_signal;         /* AbortSignal or TaskSignal */
-typedef struct pts_controller pts_controller; /* AbortController or TaskController */
+/** An AbortSignal or a TaskSignal (pts_signal_is_task_signal()); opaque,
+ * refcounted, owned by one loop. */
+typedef struct pts_signal pts_signal;
+/** An AbortController or a TaskController; opaque, refcounted, owned by one
+ * loop. Holds its signal. */
+typedef struct pts_controller pts_controller;
 
 /* ---- controllers ---- */
 
+/** new AbortController() on the loop: *out gets the caller's reference.
+ * Owner thread. @retval 0 success. @retval PTS_EINVAL NULL loop or out.
+ * @retval PTS_ENOMEM out of memory. */
 PTS_EXTERN int pts_abort_controller_new(pts_loop *loop, pts_controller **out);
-/* priority: a pts_priority; anything else is PTS_ETYPE and nothing is made. */
+/** new TaskController({priority}) (spec 3.2): a controller whose signal is a
+ * TaskSignal with this priority. *out gets the caller's reference. Owner
+ * thread.
+ * @retval 0 success.
+ * @retval PTS_ETYPE priority is not a pts_priority (nothing is made).
+ * @retval PTS_EINVAL NULL loop or out. @retval PTS_ENOMEM out of memory. */
 PTS_EXTERN int pts_task_controller_new(pts_loop *loop, int priority,
                                        pts_controller **out);
+/** Takes one more reference. NULL is a no-op. Owner thread. */
 PTS_EXTERN void pts_controller_ref(pts_controller *c);
+/** Drops one reference; the last one frees the controller (its signal lives
+ * on while referenced elsewhere). NULL is a no-op. Owner thread. */
 PTS_EXTERN void pts_controller_unref(pts_controller *c);
-/* The controller's signal, borrowed (take a reference to keep it longer). */
+/** controller.signal: borrowed (take a reference to keep it longer than the
+ * controller). Owner thread. */
 PTS_EXTERN pts_signal *pts_controller_signal(pts_controller *c);
-/* abort(reason): reason is copied; NULL means a new AbortError. Aborting an
- * aborted signal does nothing (no second event) and returns 0. */
+/** controller.abort(reason) (DOM "signal abort"): sets the reason, runs the
+ * abort algorithms (aborting the tasks that use the signal, spec 2.4.2) and
+ * fires "abort" at the signal and its dependents. reason is copied; NULL (or
+ * undefined) means a new AbortError. Aborting an aborted signal does nothing
+ * (no second event) and returns 0. Owner thread.
+ * @retval PTS_ENOMEM out of memory making the AbortError. */
 PTS_EXTERN int pts_controller_abort(pts_controller *c, const pts_value *reason);
-/* setPriority(priority): PTS_ETYPE for an unknown priority, PTS_ENOTALLOWED
- * while this signal's priority change is being dispatched, PTS_EINVAL for an
- * AbortController. */
+/** TaskController.setPriority(priority) (spec 3.2/3.3, "signal priority
+ * change"): changes the signal's priority, moves its tasks to the matching
+ * queue and fires "prioritychange" at it and its dependents. Same priority:
+ * no event, returns 0. Owner thread.
+ * @retval PTS_ETYPE unknown priority.
+ * @retval PTS_ENOTALLOWED this signal's priority change is being dispatched.
+ * @retval PTS_EINVAL an AbortController (or NULL). */
 PTS_EXTERN int pts_controller_set_priority(pts_controller *c, int priority);
 
 /* ---- signals ---- */
 
+/** Takes one more reference. NULL is a no-op. Owner thread. */
 PTS_EXTERN void pts_signal_ref(pts_signal *s);
+/** Drops one reference (see the file's ownership rules for when a signal is
+ * freed). NULL is a no-op. Owner thread. */
 PTS_EXTERN void pts_signal_unref(pts_signal *s);
 
-/* AbortSignal.abort(reason): an aborted signal (reason NULL: AbortError). */
+/** AbortSignal.abort(reason): a new, already aborted AbortSignal; reason is
+ * copied, NULL means a new AbortError. *out gets the caller's reference. Owner
+ * thread. @retval PTS_ENOMEM out of memory. */
 PTS_EXTERN int pts_signal_abort_new(pts_loop *loop, const pts_value *reason,
                                     pts_signal **out);
-/* AbortSignal.timeout(ms): aborts with a TimeoutError after ms on the
- * global's timers (a task on the timer source). */
+/** AbortSignal.timeout(ms): a new AbortSignal that aborts with a TimeoutError
+ * after ms on the global's timers (a task on the timer source). *out gets the
+ * caller's reference. Owner thread.
+ * @retval PTS_ECLOSED the global is detached. @retval PTS_ENOMEM out of
+ * memory. */
 PTS_EXTERN int pts_signal_timeout_new(pts_global *global, uint64_t ms,
                                       pts_signal **out);
-/* AbortSignal.any(signals): every signal must be non-NULL and of this loop
- * (PTS_EINVAL / PTS_EFOREIGN otherwise). n may be 0. */
+/** AbortSignal.any(signals) (DOM "create a dependent abort signal"): a new
+ * AbortSignal aborted when any of signals is, or at once (with the first
+ * aborted one's reason) if one already is. Borrows the array. *out gets the
+ * caller's reference. Owner thread.
+ * @retval PTS_EINVAL a NULL signal (or loop/out; signals may be NULL if n is 0).
+ * @retval PTS_EFOREIGN a signal of another loop. @retval PTS_ENOMEM out of
+ * memory. */
 PTS_EXTERN int pts_signal_any(pts_loop *loop, pts_signal *const *signals,
                               size_t n, pts_signal **out);
 
-/* TaskSignal.any(signals, {priority}): priority_source (a TaskSignal) wins if
- * not NULL; else priority (a pts_priority; PTS_ETYPE if unknown). */
+/** TaskSignalAnyInit: the priority of TaskSignal.any(). priority_source (a
+ * TaskSignal) wins if not NULL; else priority (a pts_priority; PTS_ETYPE if
+ * unknown).
+ *
+ * ABI: embedders allocate it; its size and layout are fixed for a major
+ * version. Initialise it with PTS_TASK_SIGNAL_ANY_INIT, then set fields by
+ * name. */
 typedef struct pts_task_signal_any_init {
-  int priority;
-  pts_signal *priority_source;
+  int priority;                /**< a pts_priority; default user-visible */
+  pts_signal *priority_source; /**< a TaskSignal to follow, or NULL; borrowed */
 } pts_task_signal_any_init;
+/** The defaults of TaskSignalAnyInit: {priority: "user-visible"}. */
 #define PTS_TASK_SIGNAL_ANY_INIT {PTS_PRIORITY_USER_VISIBLE, NULL}
+/** TaskSignal.any(signals, init) (spec 3.3, "create a dependent task
+ * signal"): a new TaskSignal aborted when any of signals is, whose priority
+ * follows init->priority_source if given (a dependent signal) or is fixed at
+ * init->priority. init may be NULL (the defaults). Borrows the array and init.
+ * *out gets the caller's reference. Owner thread.
+ * @retval PTS_ETYPE unknown priority, or a priority_source that is not a
+ * TaskSignal. @retval PTS_EINVAL a NULL signal (or loop/out).
+ * @retval PTS_EFOREIGN a signal of another loop. @retval PTS_ENOMEM out of
+ * memory. */
 PTS_EXTERN int pts_task_signal_any(pts_loop *loop, pts_signal *const *signals,
                                    size_t n,
                                    const pts_task_signal_any_init *init,
                                    pts_signal **out);
 
+/** The loop that owns the signal (borrowed); NULL for NULL. Any thread. */
 PTS_EXTERN pts_loop *pts_signal_get_loop(const pts_signal *s);
+/** signal.aborted; false for NULL. Owner thread. */
 PTS_EXTERN bool pts_signal_aborted(const pts_signal *s);
-/* The abort reason, borrowed; undefined while not aborted. */
+/** signal.reason: the abort reason, borrowed; undefined while not aborted.
+ * Owner thread. */
 PTS_EXTERN pts_value pts_signal_reason(const pts_signal *s);
-/* throwIfAborted(): 0, or PTS_EABORT with *reason (may be NULL) set to a new
- * reference to the reason. */
+/** signal.throwIfAborted(): 0, or PTS_EABORT with *reason (may be NULL) set to
+ * a new reference to the reason (the caller releases it). PTS_EINVAL for a
+ * NULL signal. Owner thread. */
 PTS_EXTERN int pts_signal_throw_if_aborted(const pts_signal *s,
                                            pts_value *reason);
+/** Whether s is a TaskSignal (has a priority); false for NULL. Owner
+ * thread. */
 PTS_EXTERN bool pts_signal_is_task_signal(const pts_signal *s);
-/* The TaskSignal's priority; PTS_EINVAL for a plain AbortSignal. */
+/** TaskSignal.priority: a pts_priority; PTS_EINVAL for a plain AbortSignal or
+ * NULL. Owner thread. */
 PTS_EXTERN int pts_signal_priority(const pts_signal *s);
-/* "has fixed priority": dependent with no source signal. */
+/** The spec's "has fixed priority" (section 3.3): a dependent TaskSignal with
+ * no source signal, whose priority can never change. Owner thread. */
 PTS_EXTERN bool pts_signal_has_fixed_priority(const pts_signal *s);
 
 /* ---- events ---- */
 
+/** The events a signal fires. */
 typedef enum pts_event_type {
-  PTS_EVENT_ABORT = 0,
-  PTS_EVENT_PRIORITYCHANGE
+  PTS_EVENT_ABORT = 0,     /**< "abort" (AbortSignal) */
+  PTS_EVENT_PRIORITYCHANGE /**< "prioritychange" (TaskSignal, spec 3.1) */
 } pts_event_type;
 
+/** An Event or TaskPriorityChangeEvent, borrowed by listeners for the call.
+ * The library allocates it; embedders only read it. */
 typedef struct pts_event {
-  pts_event_type type;
-  pts_signal *target;         /* borrowed */
-  int previous_priority;      /* prioritychange: TaskPriorityChangeEvent.previousPriority */
+  pts_event_type type;        /**< which event */
+  pts_signal *target;         /**< the signal it fires at; borrowed */
+  int previous_priority;      /**< prioritychange: TaskPriorityChangeEvent.previousPriority */
 } pts_event;
 
+/** An event listener: runs synchronously on the owner thread during the
+ * dispatch; event is borrowed for the call. */
 typedef void (*pts_listener_fn)(void *data, const pts_event *event);
 
-/* addEventListener(type, (fn, data), {once}). A listener equal in (type, fn,
- * data) to one already registered is not added again (returns 0). */
+/** addEventListener(type, (fn, data), {once}). A listener equal in (type, fn,
+ * data) to one already registered is not added again (returns 0). data stays
+ * the caller's. Owner thread.
+ * @retval PTS_EINVAL NULL s or fn, unknown type. @retval PTS_ENOMEM out of
+ * memory. */
 PTS_EXTERN int pts_signal_add_listener(pts_signal *s, pts_event_type type,
                                        pts_listener_fn fn, void *data,
                                        bool once);
-/* removeEventListener: PTS_ENOTFOUND if no such listener. */
+/** removeEventListener(type, (fn, data)). Owner thread.
+ * @retval PTS_ENOTFOUND no such listener. @retval PTS_EINVAL NULL s or fn,
+ * unknown type. */
 PTS_EXTERN int pts_signal_remove_listener(pts_signal *s, pts_event_type type,
                                           pts_listener_fn fn, void *data);
-/* The onabort / onprioritychange handler attributes: setting one keeps the
- * position it first got in the listener order; fn NULL removes it. */
+/** The onabort / onprioritychange event handler attributes: setting one keeps
+ * the position it first got in the listener order; fn NULL removes it. Owner
+ * thread. @retval PTS_EINVAL NULL s, unknown type. @retval PTS_ENOMEM out of
+ * memory. */
 PTS_EXTERN int pts_signal_set_handler(pts_signal *s, pts_event_type type,
                                       pts_listener_fn fn, void *data);
 

@@ -1,4 +1,6 @@
-/* ptsched: tagged values for results, rejection and abort reasons.
+/** @file ptsched/value.h
+ * @brief Tagged values: task results, promise fulfilment values, rejection
+ * and abort reasons (the ECMAScript values of the spec, in C).
  *
  * A pts_value is a small struct passed by value. Kinds that own memory
  * (PTS_VALUE_ERROR, PTS_VALUE_BOX, PTS_VALUE_PROMISE) hold a reference: copy
@@ -10,6 +12,10 @@
  * A callback "throws" by returning a value of kind PTS_VALUE_ERROR: the promise
  * it settles is rejected with it. Any other kind fulfils. (A C program has no
  * exceptions; this is the one convention, see docs/api.md.)
+ *
+ * Threads: every function here may be called from any thread, except that a
+ * PTS_VALUE_PROMISE value may only be copied or released on its loop's owner
+ * thread.
  */
 #ifndef PTSCHED_VALUE_H
 #define PTSCHED_VALUE_H
@@ -23,51 +29,70 @@
 extern "C" {
 #endif
 
-typedef struct pts_error pts_error;     /* DOMException-style error, refcounted */
-typedef struct pts_box pts_box;         /* a pointer with a destructor, refcounted */
-typedef struct pts_promise pts_promise; /* see promise.h */
+/** A DOMException-style error (code, name, message); opaque, refcounted
+ * (atomic). Held by PTS_VALUE_ERROR values. */
+typedef struct pts_error pts_error;
+/** A pointer with a destructor; opaque, refcounted (atomic). Held by
+ * PTS_VALUE_BOX values. */
+typedef struct pts_box pts_box;
+/** A promise owned by a loop; opaque, see promise.h. */
+typedef struct pts_promise pts_promise;
 
+/** What a pts_value holds. Values are part of the ABI: new kinds are only
+ * ever appended. */
 typedef enum pts_value_kind {
-  PTS_VALUE_UNDEFINED = 0,
-  PTS_VALUE_INT,     /* u.i */
-  PTS_VALUE_DOUBLE,  /* u.d */
-  PTS_VALUE_PTR,     /* u.ptr: borrowed pointer, never freed by ptsched */
-  PTS_VALUE_BOX,     /* u.box: owned pointer, freed by its destructor */
-  PTS_VALUE_ERROR,   /* u.error: an error; returning one from a callback throws */
-  PTS_VALUE_PROMISE  /* u.promise: resolving with it adopts its state */
+  PTS_VALUE_UNDEFINED = 0, /**< ECMAScript undefined; nothing in u */
+  PTS_VALUE_INT,     /**< u.i */
+  PTS_VALUE_DOUBLE,  /**< u.d */
+  PTS_VALUE_PTR,     /**< u.ptr: borrowed pointer, never freed by ptsched */
+  PTS_VALUE_BOX,     /**< u.box: owned pointer, freed by its destructor */
+  PTS_VALUE_ERROR,   /**< u.error: an error; returning one from a callback throws */
+  PTS_VALUE_PROMISE  /**< u.promise: resolving with it adopts its state */
 } pts_value_kind;
 
+/** A tagged value, passed by value (16 bytes on LP64).
+ *
+ * ABI: the layout (kind, then an 8-byte union) is fixed for a major version;
+ * embedders may declare pts_value variables and read the fields directly.
+ * Build values with the constructors below rather than by hand, so owned
+ * kinds hold a valid reference. */
 typedef struct pts_value {
-  pts_value_kind kind;
+  pts_value_kind kind; /**< which member of u is valid */
+  /** The payload, selected by kind. */
   union {
-    int64_t i;
-    double d;
-    void *ptr;
-    pts_box *box;
-    pts_error *error;
-    pts_promise *promise;
+    int64_t i;            /**< PTS_VALUE_INT */
+    double d;             /**< PTS_VALUE_DOUBLE */
+    void *ptr;            /**< PTS_VALUE_PTR: borrowed */
+    pts_box *box;         /**< PTS_VALUE_BOX: one reference */
+    pts_error *error;     /**< PTS_VALUE_ERROR: one reference */
+    pts_promise *promise; /**< PTS_VALUE_PROMISE: one reference */
   } u;
 } pts_value;
 
 /* Constructors. The _error and _box forms take over the caller's reference. */
+/** The undefined value. Owns nothing. Any thread. */
 static inline pts_value pts_undefined(void) {
   pts_value v;
   v.kind = PTS_VALUE_UNDEFINED;
   v.u.i = 0;
   return v;
 }
+/** An integer value. Owns nothing. Any thread. */
 static inline pts_value pts_int(int64_t i) {
   pts_value v;
   v.kind = PTS_VALUE_INT;
   v.u.i = i;
   return v;
 }
+/** A double value. Owns nothing. Any thread. */
 static inline pts_value pts_double(double d) {
   pts_value v;
   v.kind = PTS_VALUE_DOUBLE;
   v.u.d = d;
   return v;
 }
+/** A borrowed pointer: ptsched never frees p (use pts_box_value() for that).
+ * Any thread. */
 static inline pts_value pts_ptr(void *p) {
   pts_value v;
   v.kind = PTS_VALUE_PTR;
@@ -75,30 +100,46 @@ static inline pts_value pts_ptr(void *p) {
   return v;
 }
 
-/* Takes a new reference where the kind owns one; returns the same value. */
+/** Takes a new reference where the kind owns one (error, box, promise) and
+ * returns the same value; plain kinds are returned as they are. Any thread
+ * (promise values: their loop's owner thread only). */
 PTS_EXTERN pts_value pts_value_copy(pts_value v);
-/* Drops the reference the value owns (no-op for plain kinds). Promise values
- * must be released on their loop's thread. */
+/** Drops the reference the value owns (no-op for plain kinds). A box whose last
+ * reference goes runs its destructor on this thread. Promise values must be
+ * released on their loop's owner thread; others on any thread. */
 PTS_EXTERN void pts_value_release(pts_value v);
-/* Identity for owned kinds (same object), equality for plain kinds. */
+/** SameValue-like comparison: identity for owned kinds (same object),
+ * equality of kind and payload for plain kinds. Borrows both. Any thread. */
 PTS_EXTERN bool pts_value_same(pts_value a, pts_value b);
 
-/* An error value with a DOM exception code (PTS_EABORT, PTS_ETYPE, ...) or any
- * other PTS_E* code, and a message (copied; NULL for the code's default).
- * Returns an undefined value only when out of memory (never for valid input). */
+/** A new error value (a DOMException when code is one: PTS_EABORT ->
+ * "AbortError", PTS_ETYPE -> "TypeError", ...) with any PTS_E* code and a
+ * message (copied; NULL for the code's pts_strerror() sentence).
+ * @return a PTS_VALUE_ERROR value holding one reference (release it with
+ * pts_value_release(), or hand it to a function that takes it over); an
+ * undefined value only when out of memory. Any thread. */
 PTS_EXTERN pts_value pts_error_value(int code, const char *message);
-/* The error's code, DOM name ("AbortError"; "Error" for non-DOM codes) and
- * message. The value must be of kind PTS_VALUE_ERROR; 0/NULL otherwise. */
+/** The code of an error value (PTS_EABORT, ...); 0 if v is not of kind
+ * PTS_VALUE_ERROR. Borrows v. Any thread. */
 PTS_EXTERN int pts_error_code(pts_value v);
+/** The error's name: the DOMException name ("AbortError"), "Error" for
+ * non-DOM codes; NULL if v is not of kind PTS_VALUE_ERROR. A static string.
+ * Any thread. */
 PTS_EXTERN const char *pts_error_name(pts_value v);
+/** The error's message; NULL if v is not of kind PTS_VALUE_ERROR. The string
+ * is owned by the error and lives as long as it. Any thread. */
 PTS_EXTERN const char *pts_error_message(pts_value v);
-/* True if v is an error with this code. */
+/** True if v is an error value with this code. Borrows v. Any thread. */
 PTS_EXTERN bool pts_value_is_error(pts_value v, int code);
 
-/* A boxed pointer: destroy(ptr) runs when the last reference is released, on
- * whichever thread releases it. destroy may be NULL. */
+/** A boxed pointer: destroy(ptr) runs when the last reference is released, on
+ * whichever thread releases it. destroy may be NULL.
+ * @return a PTS_VALUE_BOX value holding one reference; an undefined value
+ * when out of memory (destroy is then not called: ptr stays the caller's).
+ * Any thread. */
 PTS_EXTERN pts_value pts_box_value(void *ptr, void (*destroy)(void *ptr));
-/* The pointer inside a PTS_VALUE_BOX or PTS_VALUE_PTR value, else NULL. */
+/** The pointer inside a PTS_VALUE_BOX or PTS_VALUE_PTR value (borrowed),
+ * else NULL. Any thread. */
 PTS_EXTERN void *pts_value_pointer(pts_value v);
 
 #ifdef __cplusplus

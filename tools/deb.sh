@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds a Debian package of the installed library (docs/install.md): the
+# files of tools/install.sh under prefix /usr, staged with DESTDIR and packed
+# with dpkg-deb. Usage: bash tools/deb.sh [OUTDIR] (default out/deb); prints
+# the .deb's path.
+set -eu
+cd "$(dirname "$0")/.."
+outdir=${1:-out/deb}
+mkdir -p "$outdir"
+outdir=$(cd "$outdir" && pwd)
+ver() { sed -n "s/^#define PTS_VERSION_$1 \([0-9]*\)$/\1/p" include/ptsched/version.h; }
+version=$(ver MAJOR).$(ver MINOR).$(ver PATCH)
+arch=$(dpkg --print-architecture)
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+DESTDIR=$stage/root bash tools/install.sh /usr >&2
+mkdir -p "$stage/root/DEBIAN"
+cat >"$stage/root/DEBIAN/control" <<CTL
+Package: libptsched-dev
+Version: $version
+Architecture: $arch
+Maintainer: ptsched developers <ptsched@localhost>
+Section: libdevel
+Priority: optional
+Depends: libc6 (>= 2.34)
+Description: Prioritized Task Scheduling API (postTask, yield) as a C11 runtime
+ libptsched.so.$(ver MAJOR), libptsched.a, the public headers and ptsched.pc.
+CTL
+deb=$outdir/libptsched-dev_${version}_$arch.deb
+dpkg-deb --root-owner-group --build "$stage/root" "$deb" >&2
+echo "$deb"
