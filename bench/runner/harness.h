@@ -179,7 +179,7 @@ const volatile uint64_t *rb_thread_allocatedp(void);
  * note giving the totals and `what` was counted. A negative count means a
  * counter was not available: the key is listed as such instead. */
 void rb_record_alloc(rb_ctx *ctx, const char *key, double posting, double consuming,
-                     size_t tasks, const char *what);
+                     size_t tasks, const char *what, bool target);
 
 /* ---- output (output.c) ---- */
 

@@ -195,12 +195,12 @@ void rb_agents_crossthread_part(rb_ctx *ctx) {
     axt_arg g = {a, n, 0, -1, -1};
     if (rb_measure(ctx, "crossthread.agent_queue.ns_per_task", "ns", RB_PTSCHED, s_agent_stream, &g))
       rb_record_alloc(ctx, "crossthread.agent_queue.alloc_bytes_per_task", g.alloc_post,
-                      g.alloc_cons, n, counted);
+                      g.alloc_cons, n, counted, false);
     axt_arg h = {a, n, 1, -1, -1};
     if (rb_measure(ctx, "crossthread.agent_post_task.ns_per_task", "ns", RB_PTSCHED,
                    s_agent_stream, &h))
       rb_record_alloc(ctx, "crossthread.agent_post_task.alloc_bytes_per_task", h.alloc_post,
-                      h.alloc_cons, n, counted);
+                      h.alloc_cons, n, counted, false);
     const char *keys[] = {"crossthread.agent_queue.ns_per_task",
                           "crossthread.agent_post_task.ns_per_task"};
     for (int i = 0; i < 2; i++)

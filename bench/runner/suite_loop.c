@@ -252,10 +252,12 @@ void rb_suite_throughput(rb_ctx *ctx) {
              "throughput.libevent_active_mixed.ns_per_task", NULL);
   if (rb_find(ctx, "throughput.post_run_callback.ns_per_task"))
     rb_record_alloc(ctx, "throughput.post_run_callback.alloc_bytes_per_task", cb.alloc_bytes,
-                    NAN, cb.tasks, "the one thread that posts and runs, first post to last task");
+                    NAN, cb.tasks, "the one thread that posts and runs, first post to last task",
+                    true);
   if (rb_find(ctx, "throughput.post_run_promise.ns_per_task"))
     rb_record_alloc(ctx, "throughput.post_run_promise.alloc_bytes_per_task", pr.alloc_bytes,
-                    NAN, pr.tasks, "the one thread that posts and runs, first post to last task");
+                    NAN, pr.tasks, "the one thread that posts and runs, first post to last task",
+                    true);
   rb_target(ctx, "throughput.post_run_callback.ns_per_task", 20, "stretch: <= 20 ns per task");
   rb_target_from(ctx, "throughput.post_run_callback.ns_per_task", "issue 12 stretch, issue 7");
   rb_ratio_target(ctx, "throughput.post_run_callback.x_libevent_active",
@@ -468,11 +470,11 @@ void rb_suite_crossthread(rb_ctx *ctx) {
               "near 0: wake-ups coalesced (<= 1 per 1,000 posts)");
     rb_target_from(ctx, "crossthread.post.consumer_sleeps_per_1k", "issue 12, issue 7");
     rb_record_alloc(ctx, "crossthread.post.alloc_bytes_per_task", xa.alloc_post, xa.alloc_cons,
-                    n, xt_counted);
+                    n, xt_counted, true);
   }
   if (rb_find(ctx, "crossthread.post_cached.ns_per_task"))
     rb_record_alloc(ctx, "crossthread.post_cached.alloc_bytes_per_task", xc.alloc_post,
-                    xc.alloc_cons, n, xt_counted);
+                    xc.alloc_cons, n, xt_counted, false);
   rb_compare(ctx, "crossthread.post.ns_per_task", "crossthread.floor_mpsc.ns_per_task",
              "crossthread.libevent_active.ns_per_task",
              "crossthread.libuv_async.ns_per_task", NULL);
