@@ -284,6 +284,15 @@ TEST_F(PoolTest, QueueTaskOnSources) {
   ASSERT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_MESSAGE, source_task, &m));
   ASSERT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_USER_INPUT, source_task, &i));
   blk.release.store(true);
+  // Both commands are in the inbox when the blocker returns. No other post
+  // may race with the worker's drain here: a producer between its two push
+  // steps hides the commands before its own (docs/sync.md), so a drain
+  // marker sent now could hold back the input task and let the message run
+  // first. Wait for both tasks, then drain.
+  ASSERT_TRUE(wait_until([&] {
+    std::lock_guard<std::mutex> g(s.mu);
+    return s.order.size() == 2;
+  }));
   ASSERT_EQ(0, pts_agent_drain(a));
   EXPECT_EQ((std::vector<int>{2, 1}), s.order);
   pts_agent_stats st;
@@ -390,15 +399,19 @@ TEST_F(PoolTest, StatisticsCountTasksDelaysAndInbox) {
   ASSERT_TRUE(blk.block(a));
   const int n = 30;
   int64_t v = 1;
+  Result done;
   pts_agent_post_options po = PTS_AGENT_POST_OPTIONS_INIT;
   for (int i = 0; i < n; i++) {
     po.priority = i % 3;
-    ASSERT_EQ(0, pts_agent_post_task(a, &po, return_int, &v, nullptr, nullptr, nullptr));
+    ASSERT_EQ(0, pts_agent_post_task(a, &po, return_int, &v, result_fn, &done, nullptr));
   }
   pts_agent_stats st;
   ASSERT_EQ(0, pts_agent_get_stats(a, &st));
   EXPECT_EQ(static_cast<uint64_t>(n), st.inbox_depth);  // the agent is busy
   blk.release.store(true);
+  // Every task done before the drain marker is sent: a post racing the
+  // worker's drain could split the inbox into two passes (QueueTaskOnSources).
+  ASSERT_TRUE(wait_until([&] { return done.calls.load() == n; }));
   ASSERT_EQ(0, pts_agent_drain(a));
   ASSERT_EQ(0, pts_agent_get_stats(a, &st));
   EXPECT_EQ(10u, st.tasks_run[PTS_CLASS_LOW]);
