@@ -602,6 +602,7 @@ static void *worker_main(void *arg) {
   /* Shutdown: every agent was torn down first (shutdown protocol step 3);
    * drop the references of nodes still on the signaled queue. */
   while (!pts__mpsc_is_empty(&w->signaled)) drain_signaled(w);
+  pts__node_flush(); /* blocks the teardowns released go home */
   return NULL;
 }
 

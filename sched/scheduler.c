@@ -1088,16 +1088,30 @@ static inline __attribute__((always_inline)) int post_fixed(
   }
   sstate *st = c->fixed_state[p];
   bool promise = kind == K_POST_PROMISE;
-  stask *t = task_alloc(c, kind, promise, fn, data, st);
+  stask *t = pts__loop_pool_alloc(c->loop, promise ? sizeof(stask_ext) : sizeof(stask));
   if (!t) {
     queue_discard_if_unused(q);
     return PTS_ENOMEM;
   }
+  /* What enqueue_task does not set (task_alloc sets more, for the paths
+   * that wait or may fail before they enqueue; with no abort source the
+   * abort steps are never registered, so they need no init). */
+  t->state = st;
+  if (promise)
+    t->f.cb = (pts_task_callback)fn;
+  else
+    t->f.fn = (pts_task_fn)fn;
+  t->data = data;
+  t->kind = (uint8_t)kind;
+  t->ext = promise;
+  c->stats.live_tasks++;
   st->hdr.refs++;
   if (promise) {
     int rc = pts_promise_new(c->loop, &ext_of(t)->promise);
     if (rc != 0) {
-      t->status = S_DONE;
+      ext_of(t)->promise = NULL;
+      t->status = S_NEW;
+      t->u.queue = NULL;
       task_free(c, t);
       queue_discard_if_unused(q);
       return rc;

@@ -185,10 +185,17 @@ void pts__node_put(void *p) {
     return;
   }
   if (h == tls_home) {
+    if (h->total[c] > PTS__NODE_CACHE_MAX) { /* the surplus of a burst */
+      block_free(h, c, b);
+      return;
+    }
     b->next = h->free[c];
     h->free[c] = b;
     return;
   }
+  /* A thread that batches blocks needs the exit hook that flushes them, so
+   * it gets a home of its own too (home_get registers the hook). */
+  if (tls_home == NULL) (void)home_get();
   if (tls_out.head != NULL && (tls_out.home != h || tls_out.cls != c)) pts__node_flush();
   b->next = tls_out.head;
   if (tls_out.head == NULL) {

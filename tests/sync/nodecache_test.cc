@@ -82,6 +82,22 @@ TEST(NodeCache, ConsumerReturnsBlocksToTheProducersCache) {
   for (int r = 1; r < kRounds; r++) EXPECT_EQ(mallocs[r], kBypass ? kPer : 0u) << "round " << r;
 }
 
+// A consumer that exits with a partial batch (fewer than the 32 blocks that
+// trigger a flush) still hands it back: its exit hook flushes.
+TEST(NodeCache, AnExitingConsumerFlushesItsPartialBatch) {
+  std::vector<void *> v;
+  for (int i = 0; i < 5; i++) v.push_back(pts__node_get(16));
+  std::thread consumer([&] {
+    for (void *p : v) pts__node_put(p);  // no pts__node_flush()
+  });
+  consumer.join();
+  uint64_t m0 = pts__node_mallocs();
+  std::vector<void *> again;
+  for (int i = 0; i < 5; i++) again.push_back(pts__node_get(16));
+  EXPECT_EQ(pts__node_mallocs() - m0, kBypass ? 5u : 0u);
+  for (void *p : again) pts__node_put(p);
+}
+
 TEST(NodeCache, AnExitedThreadsCacheIsAdoptedWithItsBlocks) {
   std::vector<void *> blocks;
   std::thread a([&] {
