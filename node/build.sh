@@ -6,8 +6,9 @@ set -eu
 cd "$(dirname "$0")/.."
 disk=${PTS_DISK_CACHE:-$HOME/.cache/ptsched/bazel-disk}
 mkdir -p "$disk"
-bazel build --disk_cache="$disk" //node:ptsched.node >&2
-bin=$(bazel info --disk_cache="$disk" bazel-bin 2>/dev/null)
+# Extra Bazel flags may follow (e.g. --config=opt for the benchmark).
+bazel build --disk_cache="$disk" "$@" //node:ptsched.node >&2
+bin=$(bazel info --disk_cache="$disk" "$@" bazel-bin 2>/dev/null)
 mkdir -p node/build
 install -m 0755 "$bin/node/libptsched.node.so" node/build/ptsched.node
 echo "node/build/ptsched.node" >&2

@@ -7,15 +7,15 @@
 // queues use.
 //
 // Scheduling state (spec: "current scheduling state", HostMakeJobCallback):
-// a task runs with its state stored on the async resource it runs under; an
-// async_hooks init hook copies it onto each promise created while it is
-// current, so a reaction (an `await` continuation) sees the state that was
-// current when it was registered, across any number of awaits. Only promises
-// carry it (timers, I/O and immediates do not), as in the spec.
+// while a task runs, the addon sets V8's continuation-preserved embedder data
+// to the task's state; V8 stores that value on every promise reaction when it
+// is registered (then, await) and restores it while the reaction runs, so an
+// `await` continuation sees the state current at registration, across any
+// number of awaits, at no cost per promise. Only promise jobs carry it
+// (timers, I/O and immediates do not), as in the spec.
 
 const path = require('node:path');
 const fs = require('node:fs');
-const { createHook, executionAsyncResource } = require('node:async_hooks');
 
 function loadBinding() {
   const candidates = [
@@ -41,35 +41,14 @@ const kNative = Symbol('ptsched.native');
 const kController = Symbol('ptsched.controller');
 const kHandler = Symbol('ptsched.onprioritychange');
 const kHandlerSet = Symbol('ptsched.onprioritychange.installed');
-const kState = Symbol('ptsched.state');
 const kToken = Symbol('ptsched.token');
 
-// ---- scheduling state propagation ----
+// ---- scheduling state ----
 
-const taskResource = { __proto__: null };
-createHook({
-  init(id, type, trigger, resource) {
-    if (type === 'PROMISE') {
-      const s = executionAsyncResource()[kState];
-      if (s !== undefined) resource[kState] = s;
-    }
-  },
-}).enable();
-
-function currentState() {
-  const r = executionAsyncResource();
-  return r ? r[kState] : undefined;
-}
-
-// Called by the addon for tasks posted with a signal or a priority.
-function runWithState(cb, state) {
-  taskResource[kState] = state;
-  try {
-    return cb();
-  } finally {
-    taskResource[kState] = undefined;
-  }
-}
+// The current scheduling state: {a: abort source or null, p: priority source
+// (a TaskSignal, or a fixed priority number)}, or undefined (null in the
+// spec). The addon keeps it in V8's continuation-preserved embedder data.
+const currentState = native.state;
 
 function onPriorityChange(signal, previous) {
   signal.dispatchEvent(new TaskPriorityChangeEvent('prioritychange', {
@@ -81,7 +60,7 @@ function onDependentAbort(signal, reason) {
   signal[kController].abort(reason);
 }
 
-native.init(runWithState, onPriorityChange, onDependentAbort, taskResource);
+native.init(onPriorityChange, onDependentAbort, { __proto__: null });
 
 // ---- WebIDL conversions ----
 
@@ -153,6 +132,11 @@ class TaskSignal extends AbortSignal {
   constructor() {
     throw new TypeError('Illegal constructor');
     super(); // eslint-disable-line no-unreachable
+  }
+
+  addEventListener(type, listener, options) {
+    if (`${type}` === 'prioritychange' && isTaskSignal(this)) native.listen(this[kNative]);
+    return super.addEventListener(type, listener, options);
   }
 
   get priority() {

@@ -40,6 +40,8 @@
 
 #include "ptsched.h"
 
+#include "cped.h"
+
 /* How long one check-phase run may take before libuv gets the thread back. */
 #define BUDGET_NS (2 * 1000 * 1000)
 
@@ -51,7 +53,6 @@ typedef struct env_st {
   uv_check_t check;
   uv_idle_t idle;
   uv_timer_t timer;
-  napi_ref run_fn;     /* JS: run(cb, state) with the state current */
   napi_ref prio_fn;    /* JS: onPriorityChange(signal, previous) */
   napi_ref abort_fn;   /* JS: onDependentAbort(signal, reason) */
   napi_ref resource;   /* the async resource tasks run under */
@@ -86,7 +87,8 @@ typedef struct mirror {
   pts_controller *ctl; /* NULL for a TaskSignal.any() result */
   pts_signal *sig;
   napi_ref js;         /* weak: the JS signal */
-  bool listens;        /* native listeners registered (data = this) */
+  bool listens;        /* an abort listener is registered (data = this) */
+  bool listens_pc;     /* a prioritychange listener is registered */
 } mirror;
 
 #define CHECK(call)                                                            \
@@ -267,17 +269,18 @@ static void task_fn(void *data, int status) {
   if (!t->cb) {
     napi_resolve_deferred(env, t->d, undef);
   } else {
-    napi_value cb, fn, argv[2];
+    napi_value cb;
     napi_status s;
     napi_get_reference_value(env, t->cb, &cb);
+    /* spec: set the event loop's current scheduling state to the task's,
+     * invoke the callback, set it back to null. */
     if (t->state) {
-      napi_get_reference_value(env, st->run_fn, &fn);
-      argv[0] = cb;
-      napi_get_reference_value(env, t->state, &argv[1]);
-      s = napi_call_function(env, undef, fn, 2, argv, &result);
-    } else {
-      s = napi_call_function(env, undef, cb, 0, NULL, &result);
+      napi_value state;
+      napi_get_reference_value(env, t->state, &state);
+      pts_node_cped_set(state);
     }
+    s = napi_call_function(env, undef, cb, 0, NULL, &result);
+    if (t->state) pts_node_cped_set(undef);
     if (s == napi_ok) {
       napi_resolve_deferred(env, t->d, result);
     } else {
@@ -417,10 +420,10 @@ static void mirror_finalize(napi_env env, void *data, void *hint) {
   mirror *m = data;
   env_st *st = m->st;
   if (!st->closing) {
-    if (m->listens) {
+    if (m->listens)
       pts_signal_remove_listener(m->sig, PTS_EVENT_ABORT, on_native_event, m);
+    if (m->listens_pc)
       pts_signal_remove_listener(m->sig, PTS_EVENT_PRIORITYCHANGE, on_native_event, m);
-    }
     if (m->ctl) pts_controller_unref(m->ctl);
     else pts_signal_unref(m->sig);
     napi_delete_reference(env, m->js);
@@ -462,10 +465,6 @@ static napi_value js_controller(napi_env env, napi_callback_info info) {
     return throw_code(env, rc);
   }
   m->sig = pts_controller_signal(m->ctl);
-  if (is_task) {
-    pts_signal_add_listener(m->sig, PTS_EVENT_PRIORITYCHANGE, on_native_event, m, false);
-    m->listens = true;
-  }
   return wrap_mirror(env, st, m, argv[2]);
 }
 
@@ -501,7 +500,6 @@ static napi_value js_any(napi_env env, napi_callback_info info) {
     return throw_code(env, rc);
   }
   pts_signal_add_listener(m->sig, PTS_EVENT_ABORT, on_native_event, m, false);
-  pts_signal_add_listener(m->sig, PTS_EVENT_PRIORITYCHANGE, on_native_event, m, false);
   m->listens = true;
   return wrap_mirror(env, st, m, argv[3]);
 }
@@ -534,6 +532,20 @@ static napi_value js_set_priority(napi_env env, napi_callback_info info) {
   return r;
 }
 
+/* listen(handle): from now on the signal's priority changes call JS
+ * onPriorityChange. Registered only once JS listens for 'prioritychange', so
+ * a change nobody observes costs no JS call and no event object. */
+static napi_value js_listen(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  mirror *m = get_mirror(env, argv[0]);
+  if (m && !m->listens_pc &&
+      pts_signal_add_listener(m->sig, PTS_EVENT_PRIORITYCHANGE, on_native_event, m, false) == 0)
+    m->listens_pc = true;
+  return NULL;
+}
+
 static napi_value js_priority(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1], r;
@@ -557,19 +569,26 @@ static napi_value js_stats(napi_env env, napi_callback_info info) {
   return arr;
 }
 
-/* init(run, onPriorityChange, onDependentAbort, resource) */
+/* state(): the current scheduling state (V8's continuation-preserved
+ * embedder data), or undefined. */
+static napi_value js_state(napi_env env, napi_callback_info info) {
+  (void)env;
+  (void)info;
+  return pts_node_cped_get();
+}
+
+/* init(onPriorityChange, onDependentAbort, resource) */
 static napi_value js_init(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value argv[4], name;
+  size_t argc = 3;
+  napi_value argv[3], name;
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   env_st *st = get_st(env);
-  if (st->run_fn) return NULL;
-  CHECK(napi_create_reference(env, argv[0], 1, &st->run_fn));
-  CHECK(napi_create_reference(env, argv[1], 1, &st->prio_fn));
-  CHECK(napi_create_reference(env, argv[2], 1, &st->abort_fn));
-  CHECK(napi_create_reference(env, argv[3], 1, &st->resource));
+  if (st->prio_fn) return NULL;
+  CHECK(napi_create_reference(env, argv[0], 1, &st->prio_fn));
+  CHECK(napi_create_reference(env, argv[1], 1, &st->abort_fn));
+  CHECK(napi_create_reference(env, argv[2], 1, &st->resource));
   CHECK(napi_create_string_utf8(env, "ptsched.task", NAPI_AUTO_LENGTH, &name));
-  CHECK(napi_async_init(env, argv[3], name, &st->actx));
+  CHECK(napi_async_init(env, argv[2], name, &st->actx));
   return NULL;
 }
 
@@ -624,7 +643,8 @@ NAPI_MODULE_INIT() {
       {"yield", js_yield},       {"controller", js_controller},
       {"any", js_any},           {"abort", js_abort},
       {"setPriority", js_set_priority}, {"priority", js_priority},
-      {"stats", js_stats},
+      {"stats", js_stats},       {"listen", js_listen},
+      {"state", js_state},
   };
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_value f;
