@@ -329,6 +329,24 @@ class Scheduler {
 
 const scheduler = new Scheduler(kToken);
 
+// queueMicrotask with HostMakeJobCallback: V8 carries the scheduling state on
+// promise reactions but not on microtasks queued by queueMicrotask(), so the
+// state current when it is called is restored around the callback.
+const nodeQueueMicrotask = globalThis.queueMicrotask;
+function queueMicrotask(callback) {
+  const state = typeof callback === 'function' ? currentState() : undefined;
+  if (state === undefined) return nodeQueueMicrotask(callback);
+  return nodeQueueMicrotask(() => {
+    const saved = currentState();
+    native.setState(state);
+    try {
+      callback();
+    } finally {
+      native.setState(saved);
+    }
+  });
+}
+
 function install(target = globalThis) {
   const define = (name, value, enumerable) => Object.defineProperty(target, name, {
     value, writable: true, configurable: true, enumerable,
@@ -338,6 +356,7 @@ function install(target = globalThis) {
   define('TaskController', TaskController, false);
   define('TaskSignal', TaskSignal, false);
   define('TaskPriorityChangeEvent', TaskPriorityChangeEvent, false);
+  if (target.queueMicrotask === nodeQueueMicrotask) define('queueMicrotask', queueMicrotask, true);
 }
 
 module.exports = {
@@ -347,6 +366,7 @@ module.exports = {
   TaskSignal,
   TaskPriorityChangeEvent,
   install,
+  queueMicrotask,
   // For tests: [pending tasks, pending delayed tasks, live native signals].
   _stats: () => native.stats(),
 };

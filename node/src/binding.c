@@ -577,6 +577,15 @@ static napi_value js_state(napi_env env, napi_callback_info info) {
   return pts_node_cped_get();
 }
 
+/* setState(state): makes state current (for the queueMicrotask wrapper). */
+static napi_value js_set_state(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  pts_node_cped_set(argv[0]);
+  return NULL;
+}
+
 /* init(onPriorityChange, onDependentAbort, resource) */
 static napi_value js_init(napi_env env, napi_callback_info info) {
   size_t argc = 3;
@@ -644,7 +653,7 @@ NAPI_MODULE_INIT() {
       {"any", js_any},           {"abort", js_abort},
       {"setPriority", js_set_priority}, {"priority", js_priority},
       {"stats", js_stats},       {"listen", js_listen},
-      {"state", js_state},
+      {"state", js_state},       {"setState", js_set_state},
   };
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_value f;
