@@ -50,6 +50,105 @@ const kToken = Symbol('ptsched.token');
 // spec). The addon keeps it in V8's continuation-preserved embedder data.
 const currentState = native.state;
 
+// ---- the task table ----
+// Four slots a task: callback (null for a yield continuation), resolve,
+// reject, scheduling state. The addon holds only the first slot's number.
+
+const table = [];
+const freeSlots = [];
+let newResolve;
+let newReject;
+function executor(resolve, reject) {
+  newResolve = resolve;
+  newReject = reject;
+}
+
+// A new promise and its slot; the promise is left in `newPromise`.
+let newPromise;
+function newSlot(cb, state) {
+  newPromise = new Promise(executor);
+  const i = freeSlots.length !== 0 ? freeSlots.pop() : table.length;
+  table[i] = cb;
+  table[i + 1] = newResolve;
+  table[i + 2] = newReject;
+  table[i + 3] = state;
+  return i;
+}
+
+function releaseSlot(i) {
+  table[i] = undefined;
+  table[i + 1] = undefined;
+  table[i + 2] = undefined;
+  table[i + 3] = undefined;
+  freeSlots.push(i);
+}
+
+// Called by the addon, inside a Node callback scope, for each task.
+// spec: set the current scheduling state to the task's, invoke the callback,
+// resolve or reject the result, set the state back to null.
+function run(i) {
+  const cb = table[i];
+  const resolve = table[i + 1];
+  const reject = table[i + 2];
+  const state = table[i + 3];
+  releaseSlot(i);
+  if (cb === null) {
+    resolve();
+    return;
+  }
+  if (state === undefined) {
+    try {
+      resolve(cb());
+    } catch (e) {
+      reject(e);
+    }
+    return;
+  }
+  native.setState(state);
+  try {
+    resolve(cb());
+  } catch (e) {
+    reject(e);
+  } finally {
+    native.setState(undefined);
+  }
+}
+
+function rejectSlots(slots, reason) {
+  if (slots === undefined) return;
+  for (let k = 0; k < slots.length; k++) {
+    const i = slots[k];
+    const reject = table[i + 2];
+    releaseSlot(i);
+    reject(reason);
+  }
+}
+
+function post(cb, handle, priority, delay, state) {
+  const i = newSlot(cb, state);
+  const p = newPromise;
+  try {
+    if (handle === undefined && priority === -1 && delay === 0) native.post(i);
+    else native.post(i, handle, priority, delay);
+  } catch (e) {
+    releaseSlot(i);
+    throw e;
+  }
+  return p;
+}
+
+function yieldTo(handle, priority) {
+  const i = newSlot(null, undefined);
+  const p = newPromise;
+  try {
+    native.yield(i, handle, priority);
+  } catch (e) {
+    releaseSlot(i);
+    throw e;
+  }
+  return p;
+}
+
 function onPriorityChange(signal, previous) {
   signal.dispatchEvent(new TaskPriorityChangeEvent('prioritychange', {
     previousPriority: NAMES[previous],
@@ -60,7 +159,7 @@ function onDependentAbort(signal, reason) {
   signal[kController].abort(reason);
 }
 
-native.init(onPriorityChange, onDependentAbort, { __proto__: null });
+native.init(run, onPriorityChange, onDependentAbort, { __proto__: null });
 
 // ---- WebIDL conversions ----
 
@@ -95,7 +194,7 @@ function toDictionary(value, what) {
 // the signal's abort algorithms, which reject the pending tasks).
 function forwardAbort(event) {
   const signal = event.target;
-  native.abort(signal[kNative], signal.reason);
+  rejectSlots(native.abort(signal[kNative], signal.reason), signal.reason);
 }
 
 // The native handle of any AbortSignal, made on first use.
@@ -243,7 +342,7 @@ class Scheduler {
   postTask(callback, options = undefined) {
     try {
       if (typeof callback !== 'function') throw new TypeError('callback is not a function');
-      if (options === undefined) return native.post(callback, undefined, -1, 0, undefined);
+      if (options === undefined) return post(callback, undefined, -1, 0, undefined);
       const dict = toDictionary(options, 'options');
       let delay = 0;
       let priority = -1;
@@ -257,15 +356,15 @@ class Scheduler {
         }
       }
       if (signal === null) {
-        if (priority === -1) return native.post(callback, undefined, -1, delay, undefined);
-        return native.post(callback, undefined, priority, delay, { a: null, p: priority });
+        if (priority === -1) return post(callback, undefined, -1, delay, undefined);
+        return post(callback, undefined, priority, delay, { a: null, p: priority });
       }
       if (signal.aborted) return Promise.reject(signal.reason);
       const state = {
         a: signal,
         p: priority !== -1 ? priority : (isTaskSignal(signal) ? signal : 1),
       };
-      return native.post(callback, nativeOf(signal), priority, delay, state);
+      return post(callback, nativeOf(signal), priority, delay, state);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -314,13 +413,13 @@ class Scheduler {
       if (prio === null) prio = 1;
       if (abort !== null && abort.aborted) return Promise.reject(abort.reason);
       if (typeof prio === 'number') {
-        return native.yield(abort === null ? undefined : nativeOf(abort), prio);
+        return yieldTo(abort === null ? undefined : nativeOf(abort), prio);
       }
-      if (abort === prio) return native.yield(nativeOf(abort), -1);
+      if (abort === prio) return yieldTo(nativeOf(abort), -1);
       // The priority follows a TaskSignal other than the abort source: one
       // dependent signal carries both.
       const both = TaskSignal.any(abort === null ? [] : [abort], { priority: prio });
-      return native.yield(nativeOf(both), -1);
+      return yieldTo(nativeOf(both), -1);
     } catch (e) {
       return Promise.reject(e);
     }

@@ -53,6 +53,7 @@ typedef struct env_st {
   uv_check_t check;
   uv_idle_t idle;
   uv_timer_t timer;
+  napi_ref run_fn;     /* JS: run(slot), runs one task or continuation */
   napi_ref prio_fn;    /* JS: onPriorityChange(signal, previous) */
   napi_ref abort_fn;   /* JS: onDependentAbort(signal, reason) */
   napi_ref resource;   /* the async resource tasks run under */
@@ -68,18 +69,17 @@ typedef struct env_st {
   uint64_t *heap;      /* deadlines of delayed tasks, min-heap, pts ns */
   size_t heap_n, heap_cap;
   size_t pending;      /* tasks and continuations not yet settled */
-  struct task *free_tasks;
+  int32_t *aborted;    /* slots of the tasks abort() released, see js_abort */
+  size_t n_aborted, cap_aborted;
 } env_st;
 
-/* A postTask task or a yield continuation. */
-typedef struct task {
-  env_st *st;
-  napi_ref cb;          /* NULL for a continuation */
-  napi_ref state;       /* the task's scheduling state (JS), or NULL */
-  napi_deferred d;
-  bool delayed;
-  struct task *next_free;
-} task;
+/* A task (postTask task or yield continuation) is a slot number of the JS
+ * task table (lib/ptsched.js: callback, resolve, reject, state), carried as
+ * the pts task's data with the "delayed" bit: no allocation and no Node-API
+ * reference per task here, and the promise is an ordinary JS one. */
+#define SLOT_DATA(slot, delayed) ((void *)(uintptr_t)(((uintptr_t)(slot) << 1) | (delayed)))
+#define DATA_SLOT(data) ((int32_t)((uintptr_t)(data) >> 1))
+#define DATA_DELAYED(data) ((uintptr_t)(data) & 1u)
 
 /* The native side of one JS AbortSignal/TaskSignal. */
 typedef struct mirror {
@@ -108,12 +108,7 @@ static napi_value throw_code(napi_env env, int code) {
 
 static void maybe_free_st(env_st *st) {
   if (st->closing && st->open_handles == 0 && st->mirrors == 0) {
-    task *t = st->free_tasks;
-    while (t) {
-      task *n = t->next_free;
-      free(t);
-      t = n;
-    }
+    free(st->aborted);
     free(st->heap);
     free(st);
   }
@@ -206,26 +201,6 @@ static void on_check(uv_check_t *h) {
   if (!st->budget_hit) uv_idle_stop(&st->idle);
 }
 
-static task *task_new(env_st *st) {
-  task *t = st->free_tasks;
-  if (t) st->free_tasks = t->next_free;
-  else if (!(t = malloc(sizeof *t))) return NULL;
-  memset(t, 0, sizeof *t);
-  t->st = st;
-  return t;
-}
-
-static void task_free(task *t) {
-  env_st *st = t->st;
-  napi_env env = st->env;
-  if (!st->closing) {
-    if (t->cb) napi_delete_reference(env, t->cb);
-    if (t->state) napi_delete_reference(env, t->state);
-  }
-  t->next_free = st->free_tasks;
-  st->free_tasks = t;
-}
-
 /* After each task: end the run once the budget is spent (checked every task;
  * uv_hrtime is a vDSO clock read). */
 static void after_task(env_st *st) {
@@ -235,61 +210,43 @@ static void after_task(env_st *st) {
   }
 }
 
-/* The task function of both forms (cb NULL: a yield continuation).
- * status 0: run inside a callback scope; PTS_EABORT: reject with the reason
- * abort() is propagating; PTS_ECANCELED: the loop is going away. */
+/* The task function of both forms. status 0: run(slot) inside a callback
+ * scope (JS invokes the callback and settles the promise); PTS_EABORT: the
+ * slot is handed back by the abort() that is running; PTS_ECANCELED: the
+ * loop is going away. */
+static _Thread_local env_st *cur_st; /* this thread's env (one per thread) */
+
 static void task_fn(void *data, int status) {
-  task *t = data;
-  env_st *st = t->st;
+  env_st *st = cur_st;
   napi_env env = st->env;
   st->pending--;
-  if (t->delayed) {
+  if (DATA_DELAYED(data)) {
     st->delayed--;
     if (st->delayed == 0) arm_timer(st);
   }
-  if (st->closing || status == PTS_ECANCELED) {
-    task_free(t);
+  if (st->closing || status == PTS_ECANCELED) return;
+  if (status != 0) {
+    if (st->n_aborted == st->cap_aborted) {
+      size_t cap = st->cap_aborted ? st->cap_aborted * 2 : 64;
+      int32_t *a = realloc(st->aborted, cap * sizeof *a);
+      if (!a) return; /* out of memory: that promise stays pending */
+      st->aborted = a;
+      st->cap_aborted = cap;
+    }
+    st->aborted[st->n_aborted++] = DATA_SLOT(data);
     return;
   }
   napi_handle_scope hs;
   napi_open_handle_scope(env, &hs);
-  if (status != 0) {
-    napi_value reason = st->reason;
-    if (!reason) napi_get_undefined(env, &reason);
-    napi_reject_deferred(env, t->d, reason);
-    task_free(t);
-    napi_close_handle_scope(env, hs);
-    return;
-  }
-  napi_value resource, undef, result;
+  napi_value resource, undef, fn, arg, result;
   napi_get_reference_value(env, st->resource, &resource);
+  napi_get_reference_value(env, st->run_fn, &fn);
   napi_get_undefined(env, &undef);
+  napi_create_int32(env, DATA_SLOT(data), &arg);
   napi_callback_scope cs;
   napi_open_callback_scope(env, resource, st->actx, &cs);
-  if (!t->cb) {
-    napi_resolve_deferred(env, t->d, undef);
-  } else {
-    napi_value cb;
-    napi_status s;
-    napi_get_reference_value(env, t->cb, &cb);
-    /* spec: set the event loop's current scheduling state to the task's,
-     * invoke the callback, set it back to null. */
-    if (t->state) {
-      napi_value state;
-      napi_get_reference_value(env, t->state, &state);
-      pts_node_cped_set(state);
-    }
-    s = napi_call_function(env, undef, cb, 0, NULL, &result);
-    if (t->state) pts_node_cped_set(undef);
-    if (s == napi_ok) {
-      napi_resolve_deferred(env, t->d, result);
-    } else {
-      napi_value e;
-      if (napi_get_and_clear_last_exception(env, &e) != napi_ok) e = undef;
-      napi_reject_deferred(env, t->d, e);
-    }
-  }
-  task_free(t);
+  if (napi_call_function(env, undef, fn, 1, &arg, &result) != napi_ok)
+    report_pending(env);
   napi_close_callback_scope(env, cs); /* nextTicks + microtask checkpoint */
   napi_close_handle_scope(env, hs);
   after_task(st);
@@ -319,72 +276,55 @@ static int get_int(napi_env env, napi_value v, int dflt) {
 
 /* ---- scheduler ---- */
 
-/* post(cb, signalHandle|undefined, priority|-1, delayMs, state|undefined) */
+/* post(slot, signalHandle|undefined, priority|-1, delayMs): queues the task
+ * of that slot; throws (nothing queued) on an error code. */
 static napi_value js_post(napi_env env, napi_callback_info info) {
-  size_t argc = 5;
-  napi_value argv[5], promise;
+  size_t argc = 4;
+  napi_value argv[4];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   env_st *st = get_st(env);
-  mirror *m = get_mirror(env, argv[1]);
-  double delay = 0;
-  napi_get_value_double(env, argv[3], &delay);
+  int32_t slot = get_int(env, argv[0], -1);
   pts_post_options o = PTS_POST_OPTIONS_INIT;
-  o.signal = m ? m->sig : NULL;
-  o.priority = get_int(env, argv[2], PTS_PRIORITY_UNSET);
-  o.delay_ms = (int64_t)delay;
-  task *t = task_new(st);
-  if (!t) return throw_code(env, PTS_ENOMEM);
-  CHECK(napi_create_promise(env, &t->d, &promise));
-  napi_create_reference(env, argv[0], 1, &t->cb);
-  napi_valuetype ty;
-  napi_typeof(env, argv[4], &ty);
-  if (ty == napi_object) napi_create_reference(env, argv[4], 1, &t->state);
-  t->delayed = o.delay_ms > 0;
-  int rc = pts_scheduler_post(st->sched, task_fn, t, &o);
-  if (rc < 0) {
-    napi_value e;
-    napi_create_string_utf8(env, pts_strerror(rc), NAPI_AUTO_LENGTH, &e);
-    napi_reject_deferred(env, t->d, e);
-    task_free(t);
-    return throw_code(env, rc);
+  if (argc > 1) {
+    mirror *m = get_mirror(env, argv[1]);
+    double delay = 0;
+    napi_get_value_double(env, argv[3], &delay);
+    o.signal = m ? m->sig : NULL;
+    o.priority = get_int(env, argv[2], PTS_PRIORITY_UNSET);
+    o.delay_ms = (int64_t)delay;
   }
+  bool delayed = o.delay_ms > 0;
+  int rc = pts_scheduler_post(st->sched, task_fn, SLOT_DATA(slot, delayed), &o);
+  if (rc < 0) return throw_code(env, rc);
   st->pending++;
-  if (t->delayed) {
+  if (delayed) {
     st->delayed++;
     heap_push(st, pts_loop_now(st->loop) + (uint64_t)o.delay_ms * 1000000u);
     arm_timer(st);
   } else {
     wake(st);
   }
-  return promise;
+  return NULL;
 }
 
-/* yield(signalHandle|undefined, priority|-1): the caller (JS) has computed
- * the scheduling state; this queues the continuation. */
+/* yield(slot, signalHandle|undefined, priority|-1): the caller (JS) has
+ * computed the scheduling state; this queues the continuation. */
 static napi_value js_yield(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2], promise;
+  size_t argc = 3;
+  napi_value argv[3];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   env_st *st = get_st(env);
-  mirror *m = get_mirror(env, argv[0]);
+  mirror *m = get_mirror(env, argv[1]);
   pts_yield_options o = PTS_YIELD_OPTIONS_INIT;
   o.signal = m ? m->sig : NULL;
-  o.priority = get_int(env, argv[1], PTS_PRIORITY_UNSET);
+  o.priority = get_int(env, argv[2], PTS_PRIORITY_UNSET);
   if (!m && o.priority == PTS_PRIORITY_UNSET) o.priority = PTS_PRIORITY_USER_VISIBLE;
-  task *t = task_new(st);
-  if (!t) return throw_code(env, PTS_ENOMEM);
-  CHECK(napi_create_promise(env, &t->d, &promise));
-  int rc = pts_scheduler_yield_cb(st->sched, &o, task_fn, t);
-  if (rc < 0) {
-    napi_value e;
-    napi_create_string_utf8(env, pts_strerror(rc), NAPI_AUTO_LENGTH, &e);
-    napi_reject_deferred(env, t->d, e);
-    task_free(t);
-    return throw_code(env, rc);
-  }
+  int rc = pts_scheduler_yield_cb(st->sched, &o, task_fn,
+                                  SLOT_DATA(get_int(env, argv[0], -1), 0));
+  if (rc < 0) return throw_code(env, rc);
   st->pending++;
   wake(st);
-  return promise;
+  return NULL;
 }
 
 /* ---- signals ---- */
@@ -504,7 +444,10 @@ static napi_value js_any(napi_env env, napi_callback_info info) {
   return wrap_mirror(env, st, m, argv[3]);
 }
 
-/* abort(handle, reason) */
+/* abort(handle, reason) -> Int32Array of the slots whose tasks this abort
+ * released (to reject with reason), or undefined if none. Aborts nest (an
+ * abort listener may abort another signal): each call hands back only the
+ * slots added during its own extent, outside nested calls. */
 static napi_value js_abort(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
@@ -513,10 +456,19 @@ static napi_value js_abort(napi_env env, napi_callback_info info) {
   mirror *m = get_mirror(env, argv[0]);
   if (!m || !m->ctl) return NULL;
   napi_value saved = st->reason;
+  size_t start = st->n_aborted;
   st->reason = argv[1];
   pts_controller_abort(m->ctl, NULL);
   st->reason = saved;
-  return NULL;
+  size_t n = st->n_aborted - start;
+  if (n == 0) return NULL;
+  void *buf;
+  napi_value ab, arr;
+  st->n_aborted = start;
+  CHECK(napi_create_arraybuffer(env, n * sizeof(int32_t), &buf, &ab));
+  memcpy(buf, st->aborted + start, n * sizeof(int32_t));
+  CHECK(napi_create_typedarray(env, napi_int32_array, n, ab, 0, &arr));
+  return arr;
 }
 
 /* setPriority(handle, priority) -> 0 or a PTS_E* code (PTS_ENOTALLOWED while
@@ -586,18 +538,19 @@ static napi_value js_set_state(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/* init(onPriorityChange, onDependentAbort, resource) */
+/* init(run, onPriorityChange, onDependentAbort, resource) */
 static napi_value js_init(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
-  napi_value argv[3], name;
+  size_t argc = 4;
+  napi_value argv[4], name;
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   env_st *st = get_st(env);
   if (st->prio_fn) return NULL;
-  CHECK(napi_create_reference(env, argv[0], 1, &st->prio_fn));
-  CHECK(napi_create_reference(env, argv[1], 1, &st->abort_fn));
-  CHECK(napi_create_reference(env, argv[2], 1, &st->resource));
+  CHECK(napi_create_reference(env, argv[0], 1, &st->run_fn));
+  CHECK(napi_create_reference(env, argv[1], 1, &st->prio_fn));
+  CHECK(napi_create_reference(env, argv[2], 1, &st->abort_fn));
+  CHECK(napi_create_reference(env, argv[3], 1, &st->resource));
   CHECK(napi_create_string_utf8(env, "ptsched.task", NAPI_AUTO_LENGTH, &name));
-  CHECK(napi_async_init(env, argv[2], name, &st->actx));
+  CHECK(napi_async_init(env, argv[3], name, &st->actx));
   return NULL;
 }
 
@@ -642,6 +595,7 @@ NAPI_MODULE_INIT() {
     uv_check_start(&st->check, on_check);
     uv_unref((uv_handle_t *)&st->check);
     napi_set_instance_data(env, st, NULL, NULL);
+    cur_st = st;
     napi_add_env_cleanup_hook(env, cleanup, st);
   }
   static const struct {
