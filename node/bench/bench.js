@@ -13,37 +13,44 @@ const { spawnSync } = require('node:child_process');
 const path = require('node:path');
 const fs = require('node:fs');
 
+// CPU time (user + system, all threads) in ns since `c0`: the machine is
+// shared, so wall time also counts time other processes held the cores.
+const cpuNs = (c0) => { const c = process.cpuUsage(c0); return (c.user + c.system) * 1000; };
+
 const CASES = {
   // Burst: post N tasks, then await them all; ns per task (post + run).
   async burst(s) {
     const N = 100000;
     const f = () => {};
     const t0 = process.hrtime.bigint();
+    const c0 = process.cpuUsage();
     const ps = new Array(N);
     for (let i = 0; i < N; i++) ps[i] = s.postTask(f);
     await Promise.all(ps);
-    return { value: Number(process.hrtime.bigint() - t0) / N, unit: 'ns/task' };
+    return { value: Number(process.hrtime.bigint() - t0) / N, unit: 'ns/task', cpu: cpuNs(c0) / N };
   },
   // Chain: each task posts the next from inside; ns per hop.
   async chain(s) {
     const N = 20000;
     const t0 = process.hrtime.bigint();
+    const c0 = process.cpuUsage();
     await new Promise((resolve) => {
       let n = 0;
       const step = () => { if (++n === N) resolve(); else s.postTask(step); };
       s.postTask(step);
     });
-    return { value: Number(process.hrtime.bigint() - t0) / N, unit: 'ns/hop' };
+    return { value: Number(process.hrtime.bigint() - t0) / N, unit: 'ns/hop', cpu: cpuNs(c0) / N };
   },
   // Yield round trip: await scheduler.yield() N times inside one task.
   async yield(s) {
     const N = 20000;
-    const ns = await s.postTask(async () => {
+    const r = await s.postTask(async () => {
       const t0 = process.hrtime.bigint();
+      const c0 = process.cpuUsage();
       for (let i = 0; i < N; i++) await s.yield();
-      return Number(process.hrtime.bigint() - t0) / N;
+      return { value: Number(process.hrtime.bigint() - t0) / N, cpu: cpuNs(c0) / N };
     });
-    return { value: ns, unit: 'ns/yield' };
+    return { ...r, unit: 'ns/yield' };
   },
   // setPriority with P pending tasks on the controller's signal; median of
   // single calls, alternating priorities (nobody listens for the event).
@@ -73,10 +80,12 @@ const CASES = {
     const ps = [];
     for (let i = 0; i < P; i++) ps.push(s.postTask(f, { signal: tc.signal }).catch(() => 1));
     const t0 = process.hrtime.bigint();
+    const c0 = process.cpuUsage();
     tc.abort();
     const ns = Number(process.hrtime.bigint() - t0);
+    const cpu = cpuNs(c0);
     await Promise.all(ps);
-    return { value: ns / 1000, unit: 'us/abort', per_task_ns: ns / P };
+    return { value: ns / 1000, unit: 'us/abort', cpu: cpu / 1000, per_task_ns: ns / P };
   },
   // Bytes per pending task: heap + external + native (RSS) growth over N
   // posted, not yet run tasks (one shared callback; promises kept).
@@ -183,7 +192,7 @@ function main() {
     const mb = median(b);
     const unit = (results[name].ptsched[0] || results[name].polyfill[0] || {}).unit;
     const extra = {};
-    for (const k of ['heap', 'external', 'per_task_ns']) {
+    for (const k of ['cpu', 'heap', 'external', 'per_task_ns']) {
       if (results[name].ptsched[0] && k in results[name].ptsched[0]) {
         extra[k] = [median(results[name].ptsched.map((x) => x[k])),
                     median(results[name].polyfill.map((x) => x[k]))];

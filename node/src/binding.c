@@ -238,16 +238,15 @@ static void task_fn(void *data, int status) {
   }
   napi_handle_scope hs;
   napi_open_handle_scope(env, &hs);
-  napi_value resource, undef, fn, arg, result;
+  napi_value resource, fn, arg, result;
   napi_get_reference_value(env, st->resource, &resource);
   napi_get_reference_value(env, st->run_fn, &fn);
-  napi_get_undefined(env, &undef);
   napi_create_int32(env, DATA_SLOT(data), &arg);
-  napi_callback_scope cs;
-  napi_open_callback_scope(env, resource, st->actx, &cs);
-  if (napi_call_function(env, undef, fn, 1, &arg, &result) != napi_ok)
+  /* A Node callback: nextTicks and the microtask checkpoint run when it
+   * returns. run() catches what the task throws, so nothing is pending here
+   * unless run() itself failed. */
+  if (napi_make_callback(env, st->actx, resource, fn, 1, &arg, &result) != napi_ok)
     report_pending(env);
-  napi_close_callback_scope(env, cs); /* nextTicks + microtask checkpoint */
   napi_close_handle_scope(env, hs);
   after_task(st);
 }
