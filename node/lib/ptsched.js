@@ -51,102 +51,86 @@ const kToken = Symbol('ptsched.token');
 const currentState = native.state;
 
 // ---- the task table ----
-// Four slots a task: callback (null for a yield continuation), resolve,
-// reject, scheduling state. The addon holds only the first slot's number.
+// Two slots a task: the callback (null for a yield continuation) and the
+// scheduling state. The addon holds the slot number and the promise's
+// Node-API deferred; the promise is the only other object a task costs.
 
 const table = [];
 const freeSlots = [];
-let newResolve;
-let newReject;
-function executor(resolve, reject) {
-  newResolve = resolve;
-  newReject = reject;
-}
 
-// A new promise and its slot; the promise is left in `newPromise`.
-let newPromise;
 function newSlot(cb, state) {
-  newPromise = new Promise(executor);
   const i = freeSlots.length !== 0 ? freeSlots.pop() : table.length;
   table[i] = cb;
-  table[i + 1] = newResolve;
-  table[i + 2] = newReject;
-  table[i + 3] = state;
+  table[i + 1] = state;
   return i;
 }
 
 function releaseSlot(i) {
   table[i] = undefined;
   table[i + 1] = undefined;
-  table[i + 2] = undefined;
-  table[i + 3] = undefined;
   freeSlots.push(i);
 }
 
-// Called by the addon, inside a Node callback scope, for each task.
-// spec: set the current scheduling state to the task's, invoke the callback,
-// resolve or reject the result, set the state back to null.
+// What run() returns when the callback threw; takeThrown() gives the error.
+const THREW = Object.freeze({ __proto__: null });
+let thrown;
+function takeThrown() {
+  const e = thrown;
+  thrown = undefined;
+  return e;
+}
+
+// Called by the addon inside a Node callback scope for each task; the addon
+// settles the promise with the result. spec: set the current scheduling
+// state to the task's, invoke the callback, set the state back to null.
 function run(i) {
   const cb = table[i];
-  const resolve = table[i + 1];
-  const reject = table[i + 2];
-  const state = table[i + 3];
+  const state = table[i + 1];
   releaseSlot(i);
-  if (cb === null) {
-    resolve();
-    return;
-  }
+  if (cb === null) return undefined;
   if (state === undefined) {
     try {
-      resolve(cb());
+      return cb();
     } catch (e) {
-      reject(e);
+      thrown = e;
+      return THREW;
     }
-    return;
   }
   native.setState(state);
   try {
-    resolve(cb());
+    return cb();
   } catch (e) {
-    reject(e);
+    thrown = e;
+    return THREW;
   } finally {
     native.setState(undefined);
   }
 }
 
-function rejectSlots(slots, reason) {
+function releaseSlots(slots) {
   if (slots === undefined) return;
-  for (let k = 0; k < slots.length; k++) {
-    const i = slots[k];
-    const reject = table[i + 2];
-    releaseSlot(i);
-    reject(reason);
-  }
+  for (let k = 0; k < slots.length; k++) releaseSlot(slots[k]);
 }
 
 function post(cb, handle, priority, delay, state) {
   const i = newSlot(cb, state);
-  const p = newPromise;
   try {
-    if (handle === undefined && priority === -1 && delay === 0) native.post(i);
-    else native.post(i, handle, priority, delay);
+    if (handle === undefined && priority === -1 && delay === 0) return native.post(i);
+    return native.post(i, handle, priority, delay);
   } catch (e) {
     releaseSlot(i);
     throw e;
   }
-  return p;
 }
 
 function yieldTo(handle, priority) {
   const i = newSlot(null, undefined);
-  const p = newPromise;
   try {
-    native.yield(i, handle, priority);
+    return native.yield(i, handle, priority);
   } catch (e) {
     releaseSlot(i);
     throw e;
   }
-  return p;
 }
 
 function onPriorityChange(signal, previous) {
@@ -159,7 +143,7 @@ function onDependentAbort(signal, reason) {
   signal[kController].abort(reason);
 }
 
-native.init(run, onPriorityChange, onDependentAbort, { __proto__: null });
+native.init(run, onPriorityChange, onDependentAbort, { __proto__: null }, THREW, takeThrown);
 
 // ---- WebIDL conversions ----
 
@@ -194,7 +178,7 @@ function toDictionary(value, what) {
 // the signal's abort algorithms, which reject the pending tasks).
 function forwardAbort(event) {
   const signal = event.target;
-  rejectSlots(native.abort(signal[kNative], signal.reason), signal.reason);
+  releaseSlots(native.abort(signal[kNative], signal.reason));
 }
 
 // The native handle of any AbortSignal, made on first use.

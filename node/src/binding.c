@@ -53,7 +53,9 @@ typedef struct env_st {
   uv_check_t check;
   uv_idle_t idle;
   uv_timer_t timer;
-  napi_ref run_fn;     /* JS: run(slot), runs one task or continuation */
+  napi_ref run_fn;     /* JS: run(slot) -> the callback's result or THREW */
+  napi_ref threw;      /* JS: the THREW sentinel */
+  napi_ref thrown_fn;  /* JS: takeThrown() -> what the callback threw */
   napi_ref prio_fn;    /* JS: onPriorityChange(signal, previous) */
   napi_ref abort_fn;   /* JS: onDependentAbort(signal, reason) */
   napi_ref resource;   /* the async resource tasks run under */
@@ -71,12 +73,15 @@ typedef struct env_st {
   size_t pending;      /* tasks and continuations not yet settled */
   int32_t *aborted;    /* slots of the tasks abort() released, see js_abort */
   size_t n_aborted, cap_aborted;
+  napi_deferred *deferred; /* the promise of each pending slot (slot / 2) */
+  size_t cap_deferred;
 } env_st;
 
 /* A task (postTask task or yield continuation) is a slot number of the JS
- * task table (lib/ptsched.js: callback, resolve, reject, state), carried as
- * the pts task's data with the "delayed" bit: no allocation and no Node-API
- * reference per task here, and the promise is an ordinary JS one. */
+ * task table (lib/ptsched.js: callback, state), carried as the pts task's
+ * data with the "delayed" bit, plus the Node-API deferred of its promise in
+ * st->deferred: no allocation and no reference per task here, and the only
+ * JS object per task besides the caller's callback is the promise. */
 #define SLOT_DATA(slot, delayed) ((void *)(uintptr_t)(((uintptr_t)(slot) << 1) | (delayed)))
 #define DATA_SLOT(data) ((int32_t)((uintptr_t)(data) >> 1))
 #define DATA_DELAYED(data) ((uintptr_t)(data) & 1u)
@@ -109,6 +114,7 @@ static napi_value throw_code(napi_env env, int code) {
 static void maybe_free_st(env_st *st) {
   if (st->closing && st->open_handles == 0 && st->mirrors == 0) {
     free(st->aborted);
+    free(st->deferred);
     free(st->heap);
     free(st);
   }
@@ -225,30 +231,72 @@ static void task_fn(void *data, int status) {
     if (st->delayed == 0) arm_timer(st);
   }
   if (st->closing || status == PTS_ECANCELED) return;
+  int32_t slot = DATA_SLOT(data);
+  napi_deferred d = st->deferred[slot >> 1];
+  st->deferred[slot >> 1] = NULL;
   if (status != 0) {
+    /* Inside js_abort: reject now with its reason; JS frees the slot. */
+    napi_value reason = st->reason;
+    if (!reason) napi_get_undefined(env, &reason);
+    napi_reject_deferred(env, d, reason);
     if (st->n_aborted == st->cap_aborted) {
       size_t cap = st->cap_aborted ? st->cap_aborted * 2 : 64;
       int32_t *a = realloc(st->aborted, cap * sizeof *a);
-      if (!a) return; /* out of memory: that promise stays pending */
+      if (!a) return; /* out of memory: the slot is not reused */
       st->aborted = a;
       st->cap_aborted = cap;
     }
-    st->aborted[st->n_aborted++] = DATA_SLOT(data);
+    st->aborted[st->n_aborted++] = slot;
     return;
   }
   napi_handle_scope hs;
   napi_open_handle_scope(env, &hs);
-  napi_value resource, fn, arg, result;
+  napi_value resource, fn, arg, result, threw, undef;
   napi_get_reference_value(env, st->resource, &resource);
   napi_get_reference_value(env, st->run_fn, &fn);
-  napi_create_int32(env, DATA_SLOT(data), &arg);
-  /* A Node callback: nextTicks and the microtask checkpoint run when it
-   * returns. run() catches what the task throws, so nothing is pending here
-   * unless run() itself failed. */
-  if (napi_make_callback(env, st->actx, resource, fn, 1, &arg, &result) != napi_ok)
+  napi_get_reference_value(env, st->threw, &threw);
+  napi_get_undefined(env, &undef);
+  napi_create_int32(env, slot, &arg);
+  /* Inside one callback scope: run() invokes the callback (with the task's
+   * scheduling state) and never throws; the promise is settled here; then
+   * closing the scope runs nextTicks and the microtask checkpoint, as after
+   * any Node callback. */
+  napi_callback_scope cs;
+  napi_open_callback_scope(env, resource, st->actx, &cs);
+  bool is_threw = false;
+  if (napi_call_function(env, undef, fn, 1, &arg, &result) != napi_ok) {
     report_pending(env);
+    result = undef;
+  } else {
+    napi_strict_equals(env, result, threw, &is_threw);
+  }
+  if (is_threw) {
+    napi_value tf, e;
+    napi_get_reference_value(env, st->thrown_fn, &tf);
+    if (napi_call_function(env, undef, tf, 0, NULL, &e) != napi_ok) e = undef;
+    napi_reject_deferred(env, d, e);
+  } else {
+    napi_resolve_deferred(env, d, result);
+  }
+  napi_close_callback_scope(env, cs);
   napi_close_handle_scope(env, hs);
   after_task(st);
+}
+
+/* Records the deferred of a new promise for slot; false if out of memory. */
+static bool set_deferred(env_st *st, int32_t slot, napi_deferred d) {
+  size_t i = (size_t)slot >> 1;
+  if (i >= st->cap_deferred) {
+    size_t cap = st->cap_deferred ? st->cap_deferred : 256;
+    while (cap <= i) cap *= 2;
+    napi_deferred *a = realloc(st->deferred, cap * sizeof *a);
+    if (!a) return false;
+    memset(a + st->cap_deferred, 0, (cap - st->cap_deferred) * sizeof *a);
+    st->deferred = a;
+    st->cap_deferred = cap;
+  }
+  st->deferred[i] = d;
+  return true;
 }
 
 /* ---- argument helpers ---- */
@@ -275,8 +323,8 @@ static int get_int(napi_env env, napi_value v, int dflt) {
 
 /* ---- scheduler ---- */
 
-/* post(slot, signalHandle|undefined, priority|-1, delayMs): queues the task
- * of that slot; throws (nothing queued) on an error code. */
+/* post(slot, signalHandle|undefined, priority|-1, delayMs) -> promise:
+ * queues the task of that slot; throws (nothing queued) on an error code. */
 static napi_value js_post(napi_env env, napi_callback_info info) {
   size_t argc = 4;
   napi_value argv[4];
@@ -293,8 +341,20 @@ static napi_value js_post(napi_env env, napi_callback_info info) {
     o.delay_ms = (int64_t)delay;
   }
   bool delayed = o.delay_ms > 0;
+  napi_deferred d;
+  napi_value promise;
+  if (slot < 0) return throw_code(env, PTS_EINVAL);
+  CHECK(napi_create_promise(env, &d, &promise));
+  if (!set_deferred(st, slot, d)) {
+    napi_reject_deferred(env, d, argv[0]);
+    return throw_code(env, PTS_ENOMEM);
+  }
   int rc = pts_scheduler_post(st->sched, task_fn, SLOT_DATA(slot, delayed), &o);
-  if (rc < 0) return throw_code(env, rc);
+  if (rc < 0) {
+    st->deferred[slot >> 1] = NULL;
+    napi_reject_deferred(env, d, argv[0]);
+    return throw_code(env, rc);
+  }
   st->pending++;
   if (delayed) {
     st->delayed++;
@@ -303,7 +363,7 @@ static napi_value js_post(napi_env env, napi_callback_info info) {
   } else {
     wake(st);
   }
-  return NULL;
+  return promise;
 }
 
 /* yield(slot, signalHandle|undefined, priority|-1): the caller (JS) has
@@ -318,12 +378,24 @@ static napi_value js_yield(napi_env env, napi_callback_info info) {
   o.signal = m ? m->sig : NULL;
   o.priority = get_int(env, argv[2], PTS_PRIORITY_UNSET);
   if (!m && o.priority == PTS_PRIORITY_UNSET) o.priority = PTS_PRIORITY_USER_VISIBLE;
-  int rc = pts_scheduler_yield_cb(st->sched, &o, task_fn,
-                                  SLOT_DATA(get_int(env, argv[0], -1), 0));
-  if (rc < 0) return throw_code(env, rc);
+  int32_t slot = get_int(env, argv[0], -1);
+  napi_deferred d;
+  napi_value promise;
+  if (slot < 0) return throw_code(env, PTS_EINVAL);
+  CHECK(napi_create_promise(env, &d, &promise));
+  if (!set_deferred(st, slot, d)) {
+    napi_reject_deferred(env, d, argv[0]);
+    return throw_code(env, PTS_ENOMEM);
+  }
+  int rc = pts_scheduler_yield_cb(st->sched, &o, task_fn, SLOT_DATA(slot, 0));
+  if (rc < 0) {
+    st->deferred[slot >> 1] = NULL;
+    napi_reject_deferred(env, d, argv[0]);
+    return throw_code(env, rc);
+  }
   st->pending++;
   wake(st);
-  return NULL;
+  return promise;
 }
 
 /* ---- signals ---- */
@@ -444,7 +516,7 @@ static napi_value js_any(napi_env env, napi_callback_info info) {
 }
 
 /* abort(handle, reason) -> Int32Array of the slots whose tasks this abort
- * released (to reject with reason), or undefined if none. Aborts nest (an
+ * released (their promises already rejected with reason), or undefined. Aborts nest (an
  * abort listener may abort another signal): each call hands back only the
  * slots added during its own extent, outside nested calls. */
 static napi_value js_abort(napi_env env, napi_callback_info info) {
@@ -537,10 +609,10 @@ static napi_value js_set_state(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/* init(run, onPriorityChange, onDependentAbort, resource) */
+/* init(run, onPriorityChange, onDependentAbort, resource, THREW, takeThrown) */
 static napi_value js_init(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value argv[4], name;
+  size_t argc = 6;
+  napi_value argv[6], name;
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   env_st *st = get_st(env);
   if (st->prio_fn) return NULL;
@@ -548,6 +620,8 @@ static napi_value js_init(napi_env env, napi_callback_info info) {
   CHECK(napi_create_reference(env, argv[1], 1, &st->prio_fn));
   CHECK(napi_create_reference(env, argv[2], 1, &st->abort_fn));
   CHECK(napi_create_reference(env, argv[3], 1, &st->resource));
+  CHECK(napi_create_reference(env, argv[4], 1, &st->threw));
+  CHECK(napi_create_reference(env, argv[5], 1, &st->thrown_fn));
   CHECK(napi_create_string_utf8(env, "ptsched.task", NAPI_AUTO_LENGTH, &name));
   CHECK(napi_async_init(env, argv[3], name, &st->actx));
   return NULL;
