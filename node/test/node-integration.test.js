@@ -166,3 +166,26 @@ test('nothing is left pending after the tests of this file', async () => {
   const [pending] = api._stats();
   assert.equal(pending, 0);
 });
+
+test('dropped controllers and signals are collected with their native twins', async () => {
+  const v8 = require('node:v8');
+  const vm = require('node:vm');
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc');
+  const settle = async () => { for (let i = 0; i < 4; i++) { gc(); await sleep(5); } };
+  await settle();
+  const [, , before] = api._stats();
+  for (let i = 0; i < 2000; i++) {
+    const tc = new TaskController();
+    const ac = new AbortController();
+    const any = TaskSignal.any([tc.signal, ac.signal], { priority: tc.signal });
+    await scheduler.postTask(() => {}, { signal: any });
+    if (i % 2) tc.abort();
+  }
+  const [, , peak] = api._stats();
+  assert.ok(peak >= before + 1000, `peak ${peak}, before ${before}`);
+  await settle();
+  const [pending, , after] = api._stats();
+  assert.equal(pending, 0);
+  assert.ok(after < before + 100, `native twins left: ${after - before}`);
+});
