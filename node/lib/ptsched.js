@@ -71,37 +71,19 @@ function releaseSlot(i) {
   freeSlots.push(i);
 }
 
-// What run() returns when the callback threw; takeThrown() gives the error.
-const THREW = Object.freeze({ __proto__: null });
-let thrown;
-function takeThrown() {
-  const e = thrown;
-  thrown = undefined;
-  return e;
-}
-
 // Called by the addon inside a Node callback scope for each task; the addon
-// settles the promise with the result. spec: set the current scheduling
-// state to the task's, invoke the callback, set the state back to null.
+// settles the promise with the result, or rejects it with what this threw.
+// spec: set the current scheduling state to the task's, invoke the callback,
+// set the state back to null.
 function run(i) {
   const cb = table[i];
   const state = table[i + 1];
   releaseSlot(i);
   if (cb === null) return undefined;
-  if (state === undefined) {
-    try {
-      return cb();
-    } catch (e) {
-      thrown = e;
-      return THREW;
-    }
-  }
+  if (state === undefined) return cb();
   native.setState(state);
   try {
     return cb();
-  } catch (e) {
-    thrown = e;
-    return THREW;
   } finally {
     native.setState(undefined);
   }
@@ -143,7 +125,7 @@ function onDependentAbort(signal, reason) {
   signal[kController].abort(reason);
 }
 
-native.init(run, onPriorityChange, onDependentAbort, { __proto__: null }, THREW, takeThrown);
+native.init(run, onPriorityChange, onDependentAbort, { __proto__: null });
 
 // ---- WebIDL conversions ----
 

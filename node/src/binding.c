@@ -53,9 +53,7 @@ typedef struct env_st {
   uv_check_t check;
   uv_idle_t idle;
   uv_timer_t timer;
-  napi_ref run_fn;     /* JS: run(slot) -> the callback's result or THREW */
-  napi_ref threw;      /* JS: the THREW sentinel */
-  napi_ref thrown_fn;  /* JS: takeThrown() -> what the callback threw */
+  napi_ref run_fn;     /* JS: run(slot) -> the callback's result (or throws) */
   napi_ref prio_fn;    /* JS: onPriorityChange(signal, previous) */
   napi_ref abort_fn;   /* JS: onDependentAbort(signal, reason) */
   napi_ref resource;   /* the async resource tasks run under */
@@ -252,32 +250,24 @@ static void task_fn(void *data, int status) {
   }
   napi_handle_scope hs;
   napi_open_handle_scope(env, &hs);
-  napi_value resource, fn, arg, result, threw, undef;
+  napi_value resource, fn, arg, result, undef;
   napi_get_reference_value(env, st->resource, &resource);
   napi_get_reference_value(env, st->run_fn, &fn);
-  napi_get_reference_value(env, st->threw, &threw);
   napi_get_undefined(env, &undef);
   napi_create_int32(env, slot, &arg);
-  /* Inside one callback scope: run() invokes the callback (with the task's
-   * scheduling state) and never throws; the promise is settled here; then
-   * closing the scope runs nextTicks and the microtask checkpoint, as after
-   * any Node callback. */
+  /* Inside one callback scope: run() invokes the callback with the task's
+   * scheduling state; what it throws is caught by napi_call_function's own
+   * TryCatch (so the scope is not marked failed) and rejects the promise;
+   * then closing the scope runs nextTicks and the microtask checkpoint, as
+   * after any Node callback. */
   napi_callback_scope cs;
   napi_open_callback_scope(env, resource, st->actx, &cs);
-  bool is_threw = false;
-  if (napi_call_function(env, undef, fn, 1, &arg, &result) != napi_ok) {
-    report_pending(env);
-    result = undef;
-  } else {
-    napi_strict_equals(env, result, threw, &is_threw);
-  }
-  if (is_threw) {
-    napi_value tf, e;
-    napi_get_reference_value(env, st->thrown_fn, &tf);
-    if (napi_call_function(env, undef, tf, 0, NULL, &e) != napi_ok) e = undef;
-    napi_reject_deferred(env, d, e);
-  } else {
+  if (napi_call_function(env, undef, fn, 1, &arg, &result) == napi_ok) {
     napi_resolve_deferred(env, d, result);
+  } else {
+    napi_value e;
+    if (napi_get_and_clear_last_exception(env, &e) != napi_ok) e = undef;
+    napi_reject_deferred(env, d, e);
   }
   napi_close_callback_scope(env, cs);
   napi_close_handle_scope(env, hs);
@@ -610,10 +600,10 @@ static napi_value js_set_state(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/* init(run, onPriorityChange, onDependentAbort, resource, THREW, takeThrown) */
+/* init(run, onPriorityChange, onDependentAbort, resource) */
 static napi_value js_init(napi_env env, napi_callback_info info) {
-  size_t argc = 6;
-  napi_value argv[6], name;
+  size_t argc = 4;
+  napi_value argv[4], name;
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   env_st *st = get_st(env);
   if (st->prio_fn) return NULL;
@@ -621,8 +611,6 @@ static napi_value js_init(napi_env env, napi_callback_info info) {
   CHECK(napi_create_reference(env, argv[1], 1, &st->prio_fn));
   CHECK(napi_create_reference(env, argv[2], 1, &st->abort_fn));
   CHECK(napi_create_reference(env, argv[3], 1, &st->resource));
-  CHECK(napi_create_reference(env, argv[4], 1, &st->threw));
-  CHECK(napi_create_reference(env, argv[5], 1, &st->thrown_fn));
   CHECK(napi_create_string_utf8(env, "ptsched.task", NAPI_AUTO_LENGTH, &name));
   CHECK(napi_async_init(env, argv[3], name, &st->actx));
   return NULL;
