@@ -81,7 +81,7 @@ if [ "${PTS_NODE:-1}" != 0 ]; then
   else
     bash node/test/run.sh >"$tap" 2>&1
     nrc=$?
-    grep -E '^not ok|^# (tests|pass|fail|cancelled)' "$tap" >&2
+    awk '/^not ok/{p=1} p{print} /^  \.\.\.$/{p=0} /^# (tests|pass|fail|cancelled)/' "$tap" >&2
     np=$(sed -n 's/^# pass \([0-9]*\)$/\1/p' "$tap" | tail -n 1)
     nf=$(sed -n 's/^# fail \([0-9]*\)$/\1/p' "$tap" | tail -n 1)
     nc=$(sed -n 's/^# cancelled \([0-9]*\)$/\1/p' "$tap" | tail -n 1)
