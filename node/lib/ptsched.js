@@ -41,6 +41,7 @@ const kNative = Symbol('ptsched.native');
 const kController = Symbol('ptsched.controller');
 const kHandler = Symbol('ptsched.onprioritychange');
 const kHandlerSet = Symbol('ptsched.onprioritychange.installed');
+const kDependent = Symbol('ptsched.dependent');
 const kToken = Symbol('ptsched.token');
 
 // ---- scheduling state ----
@@ -123,7 +124,12 @@ function onPriorityChange(signal, previous) {
 
 function onDependentAbort(signal, reason) {
   signal[kController].abort(reason);
+  listenedDependents.delete(signal);
 }
+
+// TaskSignal.any() results kept alive for their listeners (see
+// TaskSignal.prototype.addEventListener).
+const listenedDependents = new Set();
 
 native.init(run, onPriorityChange, onDependentAbort, { __proto__: null });
 
@@ -200,7 +206,17 @@ class TaskSignal extends AbortSignal {
   }
 
   addEventListener(type, listener, options) {
-    if (`${type}` === 'prioritychange' && isTaskSignal(this)) native.listen(this[kNative]);
+    if (isTaskSignal(this)) {
+      const t = `${type}`;
+      if (t === 'prioritychange') native.listen(this[kNative]);
+      // A TaskSignal.any() result that someone listens to stays alive while
+      // it can still fire (until it aborts), even if JS drops it: the
+      // native twin only holds it weakly. (Node's AbortSignal.any() does
+      // the same for its dependent signals.)
+      if (this[kDependent] && !this.aborted && (t === 'prioritychange' || t === 'abort')) {
+        listenedDependents.add(this);
+      }
+    }
     return super.addEventListener(type, listener, options);
   }
 
@@ -248,7 +264,9 @@ class TaskSignal extends AbortSignal {
       return s;
     }
     const handles = list.map(nativeOf);
-    return newTaskSignal(ac, (sig) => native.any(handles, priority, source && nativeOf(source), sig));
+    const s = newTaskSignal(ac, (sig) => native.any(handles, priority, source && nativeOf(source), sig));
+    s[kDependent] = true;
+    return s;
   }
 }
 

@@ -99,3 +99,21 @@ test('a composite signal dropped by the user still rejects its pending tasks', a
   tc.abort('late');
   await assert.rejects(p, (e) => e === 'late');
 });
+
+test('a dropped composite signal with listeners still fires them', async () => {
+  const v8 = require('node:v8');
+  const vm = require('node:vm');
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc');
+  const tc = new TaskController();
+  const seen = [];
+  (() => {
+    const any = TaskSignal.any([tc.signal], { priority: tc.signal });
+    any.addEventListener('prioritychange', (e) => seen.push(`pc:${e.previousPriority}`));
+    any.onabort = () => seen.push('abort');
+  })();
+  for (let i = 0; i < 5; i++) { gc(); await sleep(5); }
+  tc.setPriority('background');
+  tc.abort();
+  assert.deepEqual(seen, ['pc:user-visible', 'abort']);
+});
