@@ -148,9 +148,13 @@ test('yield-priority-timers: continuations run before the next timers', async ()
     new Promise((resolve) => setTimeout(() => { ids.push('t3'); resolve(); })),
   ];
   await Promise.all(tasks);
-  // Node runs every due timer in one timers phase, before the scheduler's
-  // turn (an event loop difference from HTML, which runs one task per turn).
-  assert.deepEqual(ids, ['t1', 't2', 't3', 'y1', 'y2', 'y3']);
+  // The WPT expects t1,y1,y2,y3,t2,t3. Node runs every timer due in one
+  // timers phase before the check phase where ptsched runs, so when t2 and
+  // t3 fall due with t1 (the usual case) Node gives t1,t2,t3,y1,y2,y3; when
+  // the millisecond ticks between them it gives the WPT order. Either way
+  // the continuations run in order, after t1, with nothing between them.
+  assert.ok(['t1,t2,t3,y1,y2,y3', 't1,y1,y2,y3,t2,t3', 't1,t2,y1,y2,y3,t3'].includes(ids.join()),
+    ids.join());
 });
 
 test('yield-priority-posttask: a continuation runs just above tasks of its priority', async () => {
