@@ -62,6 +62,7 @@ typedef struct env_st {
   uint64_t budget_end;
   bool budget_hit;
   bool closing;        /* env teardown began: no more JS */
+  napi_async_cleanup_hook_handle cleanup_handle;
   int open_handles;    /* uv handles not yet closed */
   size_t mirrors;      /* live mirrors (they point at us) */
   size_t delayed;      /* delayed tasks not yet run or aborted */
@@ -618,16 +619,20 @@ static napi_value js_init(napi_env env, napi_callback_info info) {
 
 /* ---- lifecycle ---- */
 
+/* The last handle closed: teardown may go on (Node unloads the addon after
+ * its async cleanup hooks are removed, so no callback of ours runs later). */
 static void on_closed(uv_handle_t *h) {
   env_st *st = h->data;
-  st->open_handles--;
+  if (--st->open_handles == 0) napi_remove_async_cleanup_hook(st->cleanup_handle);
   maybe_free_st(st);
 }
 
-/* Environment teardown (process exit, worker end): the remaining tasks are
- * released without JS, then the handles closed. */
-static void cleanup(void *arg) {
+/* Environment teardown (process exit, worker end), an async cleanup hook:
+ * the remaining tasks are released without JS, then the handles closed;
+ * on_closed ends the hook when libuv has closed them. */
+static void cleanup(napi_async_cleanup_hook_handle handle, void *arg) {
   env_st *st = arg;
+  st->cleanup_handle = handle;
   st->closing = true;
   pts_loop_free(st->loop);
   st->loop = NULL;
@@ -658,7 +663,7 @@ NAPI_MODULE_INIT() {
     uv_unref((uv_handle_t *)&st->check);
     napi_set_instance_data(env, st, NULL, NULL);
     cur_st = st;
-    napi_add_env_cleanup_hook(env, cleanup, st);
+    napi_add_async_cleanup_hook(env, cleanup, st, NULL);
   }
   static const struct {
     const char *name;

@@ -9,10 +9,12 @@ const api = require('..');
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // Runs `code` in a new node process with the package loaded as `api` (and the
-// globals installed). Resolves {code, signal, stdout, stderr, ms}.
-function runChild(code, { timeout = 20000, args = [] } = {}) {
+// globals installed; `load: false` leaves that to the code, with the entry's
+// path in `entry`). Resolves {code, signal, stdout, stderr, ms}.
+function runChild(code, { timeout = 20000, args = [], load = true } = {}) {
   const entry = path.resolve(__dirname, '..');
-  const src = `const api = require(${JSON.stringify(entry)});\n${code}`;
+  const src = load ? `const api = require(${JSON.stringify(entry)});\n${code}`
+    : `const entry = ${JSON.stringify(entry)};\n${code}`;
   return new Promise((resolve, reject) => {
     const t0 = Date.now();
     const p = spawn(process.execPath, [...args, '-e', src], { env: process.env });

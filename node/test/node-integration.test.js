@@ -191,3 +191,32 @@ test('dropped controllers and signals are collected with their native twins', as
   assert.equal(pending, 0);
   assert.ok(after < before + 100, `native twins left: ${after - before}`);
 });
+
+test('process.exit() from inside a task, in workers and on the main thread', async () => {
+  // The main thread loads the addon only after the workers are gone, so a
+  // worker's teardown unloads it: nothing of ours may run after that.
+  const r = await runChild(`
+    const { Worker } = require('node:worker_threads');
+    let n = 0;
+    for (let k = 0; k < 8; k++) {
+      const w = new Worker(\`
+        require(\${JSON.stringify(entry)});
+        const tc = new TaskController();
+        for (let i = 0; i < 500; i++) scheduler.postTask(() => {}, { signal: tc.signal });
+        scheduler.postTask(() => {}, { delay: 100000 });
+        scheduler.postTask(() => process.exit(5), { priority: 'user-blocking' });
+      \`, { eval: true });
+      w.on('exit', (code) => {
+        if (code !== 5) console.log('bad worker exit', code);
+        if (++n === 8) {
+          require(entry);
+          for (let i = 0; i < 500; i++) scheduler.postTask(() => {});
+          scheduler.postTask(() => { console.log('workers done'); process.exit(3); }, { priority: 'user-blocking' });
+        }
+      });
+    }
+  `, { load: false });
+  assert.equal(r.signal, null, r.stderr);
+  assert.equal(r.code, 3, r.stderr);
+  assert.equal(r.stdout, 'workers done\n');
+});
