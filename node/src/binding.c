@@ -315,6 +315,37 @@ static int get_int(napi_env env, napi_value v, int dflt) {
 
 /* ---- scheduler ---- */
 
+/* The common part of post and yield: a promise for slot (its deferred kept
+ * in st->deferred), then queue(...) as the pts call. On an error nothing is
+ * queued, the promise is dropped (rejected, unobserved) and a JS error
+ * thrown. */
+typedef int (*queue_fn)(env_st *st, void *data, const void *opts);
+
+static napi_value queue_slot(napi_env env, env_st *st, int32_t slot,
+                             queue_fn queue, void *data, const void *opts) {
+  napi_deferred d;
+  napi_value promise, undef;
+  if (slot < 0) return throw_code(env, PTS_EINVAL);
+  CHECK(napi_create_promise(env, &d, &promise));
+  int rc = set_deferred(st, slot, d) ? queue(st, data, opts) : PTS_ENOMEM;
+  if (rc < 0) {
+    if ((size_t)(slot >> 1) < st->cap_deferred) st->deferred[slot >> 1] = NULL;
+    napi_get_undefined(env, &undef);
+    napi_reject_deferred(env, d, undef);
+    return throw_code(env, rc);
+  }
+  st->pending++;
+  return promise;
+}
+
+static int queue_post(env_st *st, void *data, const void *opts) {
+  return pts_scheduler_post(st->sched, task_fn, data, opts);
+}
+
+static int queue_yield(env_st *st, void *data, const void *opts) {
+  return pts_scheduler_yield_cb(st->sched, opts, task_fn, data);
+}
+
 /* post(slot, signalHandle|undefined, priority|-1, delayMs) -> promise:
  * queues the task of that slot; throws (nothing queued) on an error code. */
 static napi_value js_post(napi_env env, napi_callback_info info) {
@@ -322,7 +353,6 @@ static napi_value js_post(napi_env env, napi_callback_info info) {
   napi_value argv[4];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   env_st *st = get_st(env);
-  int32_t slot = get_int(env, argv[0], -1);
   pts_post_options o = PTS_POST_OPTIONS_INIT;
   if (argc > 1) {
     mirror *m = get_mirror(env, argv[1]);
@@ -333,21 +363,9 @@ static napi_value js_post(napi_env env, napi_callback_info info) {
     o.delay_ms = (int64_t)delay;
   }
   bool delayed = o.delay_ms > 0;
-  napi_deferred d;
-  napi_value promise;
-  if (slot < 0) return throw_code(env, PTS_EINVAL);
-  CHECK(napi_create_promise(env, &d, &promise));
-  if (!set_deferred(st, slot, d)) {
-    napi_reject_deferred(env, d, argv[0]);
-    return throw_code(env, PTS_ENOMEM);
-  }
-  int rc = pts_scheduler_post(st->sched, task_fn, SLOT_DATA(slot, delayed), &o);
-  if (rc < 0) {
-    st->deferred[slot >> 1] = NULL;
-    napi_reject_deferred(env, d, argv[0]);
-    return throw_code(env, rc);
-  }
-  st->pending++;
+  int32_t slot = get_int(env, argv[0], -1);
+  napi_value promise = queue_slot(env, st, slot, queue_post, SLOT_DATA(slot, delayed), &o);
+  if (!promise) return NULL;
   if (delayed) {
     st->delayed++;
     heap_push(st, pts_loop_now(st->loop) + (uint64_t)o.delay_ms * 1000000u);
@@ -371,22 +389,8 @@ static napi_value js_yield(napi_env env, napi_callback_info info) {
   o.priority = get_int(env, argv[2], PTS_PRIORITY_UNSET);
   if (!m && o.priority == PTS_PRIORITY_UNSET) o.priority = PTS_PRIORITY_USER_VISIBLE;
   int32_t slot = get_int(env, argv[0], -1);
-  napi_deferred d;
-  napi_value promise;
-  if (slot < 0) return throw_code(env, PTS_EINVAL);
-  CHECK(napi_create_promise(env, &d, &promise));
-  if (!set_deferred(st, slot, d)) {
-    napi_reject_deferred(env, d, argv[0]);
-    return throw_code(env, PTS_ENOMEM);
-  }
-  int rc = pts_scheduler_yield_cb(st->sched, &o, task_fn, SLOT_DATA(slot, 0));
-  if (rc < 0) {
-    st->deferred[slot >> 1] = NULL;
-    napi_reject_deferred(env, d, argv[0]);
-    return throw_code(env, rc);
-  }
-  st->pending++;
-  wake(st);
+  napi_value promise = queue_slot(env, st, slot, queue_yield, SLOT_DATA(slot, 0), &o);
+  if (promise) wake(st);
   return promise;
 }
 
