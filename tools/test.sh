@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, three times: plain, --config=asan (ASan + UBSan) and
 # --config=tsan. Ends with one line "N passed, N failed" counting individual
-# GoogleTest cases over the three runs (read from Bazel's test.xml files), and
+# GoogleTest cases over the three runs (read from Bazel's test.xml files) plus
+# the Node binding's JS test cases (node --test, plain build only), and
 # exits non-zero if any case failed, any test target failed (e.g. a sanitizer
 # report at exit) or anything did not build. Then the install check
 # (tools/check_install.sh), each of its checks one more case.
@@ -83,5 +84,31 @@ inst_fail=$(printf '%s\n' "$inst" | grep -c '^FAIL ')
 passed=$((passed + inst_pass))
 failed=$((failed + inst_fail))
 
+# ---- The Node.js binding (node/, docs/node.md): build the addon (plain
+# config) and run its JS tests with node's runner; TAP's "# pass"/"# fail"
+# counts join the totals. PTS_NODE=0 skips this part.
+if [ "${PTS_NODE:-1}" != 0 ]; then
+  echo "== node --test (node/test/run.sh)" >&2
+  tap=$(mktemp)
+  if ! bash node/build.sh >&2; then
+    echo "FAILED (node): the addon did not build" >&2
+    failed=$((failed + 1))
+  else
+    bash node/test/run.sh >"$tap" 2>&1
+    nrc=$?
+    awk '/^not ok/{p=1} p{print} /^  \.\.\.$/{p=0} /^# (tests|pass|fail|cancelled)/' "$tap" >&2
+    np=$(sed -n 's/^# pass \([0-9]*\)$/\1/p' "$tap" | tail -n 1)
+    nf=$(sed -n 's/^# fail \([0-9]*\)$/\1/p' "$tap" | tail -n 1)
+    nc=$(sed -n 's/^# cancelled \([0-9]*\)$/\1/p' "$tap" | tail -n 1)
+    passed=$((passed + ${np:-0}))
+    failed=$((failed + ${nf:-0} + ${nc:-0}))
+    if [ "$nrc" -ne 0 ] && [ "${nf:-0}" -eq 0 ] && [ "${nc:-0}" -eq 0 ]; then
+      echo "FAILED (node): node --test exited $nrc" >&2
+      tail -n 20 "$tap" >&2
+      failed=$((failed + 1))
+    fi
+  fi
+  rm -f "$tap"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

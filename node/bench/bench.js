@@ -1,0 +1,226 @@
+'use strict';
+// The Node benchmark: the ptsched binding against scheduler-polyfill (npm) in
+// the same run. Each (implementation, case, run) is its own child process, so
+// neither implementation pays for the other (the binding's async_hooks
+// promise hook, the polyfill's MessageChannel), and the runs alternate
+// between the two. Prints one table of medians and ratios and writes
+// JSON to --out (default: stdout only).
+//
+// usage: node bench/bench.js [--runs N] [--out file.json]
+//        node bench/bench.js --child IMPL CASE   (internal)
+
+const { spawnSync } = require('node:child_process');
+const path = require('node:path');
+const fs = require('node:fs');
+
+// CPU time (user + system, all threads) in ns since `c0`: the machine is
+// shared, so wall time also counts time other processes held the cores.
+const cpuNs = (c0) => { const c = process.cpuUsage(c0); return (c.user + c.system) * 1000; };
+
+const CASES = {
+  // Burst: post N tasks, then await them all; ns per task (post + run).
+  async burst(s) {
+    const N = 100000;
+    const f = () => {};
+    const t0 = process.hrtime.bigint();
+    const c0 = process.cpuUsage();
+    const ps = new Array(N);
+    for (let i = 0; i < N; i++) ps[i] = s.postTask(f);
+    await Promise.all(ps);
+    return { value: Number(process.hrtime.bigint() - t0) / N, unit: 'ns/task', cpu: cpuNs(c0) / N };
+  },
+  // Chain: each task posts the next from inside; ns per hop.
+  async chain(s) {
+    const N = 20000;
+    const t0 = process.hrtime.bigint();
+    const c0 = process.cpuUsage();
+    await new Promise((resolve) => {
+      let n = 0;
+      const step = () => { if (++n === N) resolve(); else s.postTask(step); };
+      s.postTask(step);
+    });
+    return { value: Number(process.hrtime.bigint() - t0) / N, unit: 'ns/hop', cpu: cpuNs(c0) / N };
+  },
+  // Yield round trip: await scheduler.yield() N times inside one task.
+  async yield(s) {
+    const N = 20000;
+    const r = await s.postTask(async () => {
+      const t0 = process.hrtime.bigint();
+      const c0 = process.cpuUsage();
+      for (let i = 0; i < N; i++) await s.yield();
+      return { value: Number(process.hrtime.bigint() - t0) / N, cpu: cpuNs(c0) / N };
+    });
+    return { ...r, unit: 'ns/yield' };
+  },
+  // setPriority with P pending tasks on the controller's signal (PENDING,
+  // default 10,000); per call, alternating priorities
+  // (nobody listens for the event), after a warm-up.
+  async setpriority(s, api) {
+    const P = Number(process.env.PENDING || 10000);
+    const tc = new api.TaskController({ priority: 'background' });
+    const f = () => {};
+    const ps = [];
+    for (let i = 0; i < P; i++) ps.push(s.postTask(f, { signal: tc.signal }));
+    const prios = ['user-blocking', 'user-visible', 'background'];
+    // Warm up the JIT on another controller first (steady-state cost).
+    const warm = new api.TaskController();
+    for (let i = 0; i < 3000; i++) warm.setPriority(prios[i % 3]);
+    // Batches of 30 calls (each one a real change), so the clock read is
+    // not most of what is measured; median over 101 batches.
+    const times = [];
+    for (let b = 0; b < 101; b++) {
+      const t0 = process.hrtime.bigint();
+      for (let i = 0; i < 30; i++) tc.setPriority(prios[i % 3]);
+      times.push(Number(process.hrtime.bigint() - t0) / 30);
+    }
+    await Promise.all(ps);
+    times.sort((a, b) => a - b);
+    return { value: times[times.length >> 1], unit: 'ns/call' };
+  },
+  // Abort with 10,000 pending tasks on the signal: one abort() call, whole.
+  async abort(s, api) {
+    const P = 10000;
+    const tc = new api.TaskController();
+    const f = () => {};
+    const ps = [];
+    for (let i = 0; i < P; i++) ps.push(s.postTask(f, { signal: tc.signal }).catch(() => 1));
+    const t0 = process.hrtime.bigint();
+    const c0 = process.cpuUsage();
+    tc.abort();
+    const ns = Number(process.hrtime.bigint() - t0);
+    const cpu = cpuNs(c0);
+    await Promise.all(ps);
+    return { value: ns / 1000, unit: 'us/abort', cpu: cpu / 1000, per_task_ns: ns / P };
+  },
+  // Bytes per pending task: heap + external + native (RSS) growth over N
+  // posted, not yet run tasks (one shared callback; promises kept).
+  async bytes(s) {
+    const N = 200000;
+    const f = () => {};
+    const keep = new Array(N);
+    global.gc(); global.gc();
+    const m0 = process.memoryUsage();
+    for (let i = 0; i < N; i++) keep[i] = s.postTask(f);
+    global.gc(); global.gc();
+    const m1 = process.memoryUsage();
+    await Promise.all(keep);
+    return {
+      value: (m1.rss - m0.rss) / N,
+      unit: 'B/task (rss)',
+      heap: (m1.heapUsed - m0.heapUsed) / N,
+      external: (m1.external - m0.external) / N,
+    };
+  },
+  // A user-blocking task's start delay during a background flood: tasks of
+  // ~20 us keep the queue full; every 3 ms a timer posts a user-blocking task
+  // and the delay from post to start is recorded. Median of 50.
+  async flood(s) {
+    let stop = false;
+    const spin = () => { const e = process.hrtime.bigint() + 20000n; while (process.hrtime.bigint() < e); };
+    const refill = () => {
+      for (let i = 0; i < 200; i++) s.postTask(spin, { priority: 'background' });
+    };
+    let inFlight = 0;
+    const bg = () => { spin(); if (--inFlight < 100 && !stop) { inFlight += 200; refill(); } };
+    const post = () => { for (let i = 0; i < 200; i++) s.postTask(bg, { priority: 'background' }); inFlight += 200; };
+    post();
+    const delays = [];
+    await new Promise((resolve) => {
+      const tick = () => {
+        const t0 = process.hrtime.bigint();
+        s.postTask(() => {
+          delays.push(Number(process.hrtime.bigint() - t0) / 1000);
+          if (delays.length === 50) { stop = true; resolve(); } else setTimeout(tick, 3);
+        }, { priority: 'user-blocking' });
+      };
+      setTimeout(tick, 3);
+    });
+    delays.sort((a, b) => a - b);
+    return { value: delays[delays.length >> 1], unit: 'us delay' };
+  },
+};
+
+function loadImpl(impl) {
+  if (impl === 'ptsched') {
+    const api = require('..');
+    return { s: api.scheduler, api };
+  }
+  globalThis.self = globalThis; // the polyfill installs itself on `self`
+  require('scheduler-polyfill');
+  return { s: globalThis.scheduler, api: { TaskController: globalThis.TaskController } };
+}
+
+async function child(impl, name) {
+  const { s, api } = loadImpl(impl);
+  const r = await CASES[name](s, api);
+  process.stdout.write(JSON.stringify(r) + '\n');
+  process.exit(0); // the polyfill's MessageChannel would keep the process alive
+}
+
+function median(xs) {
+  const a = [...xs].sort((x, y) => x - y);
+  const m = a.length >> 1;
+  return a.length % 2 ? a[m] : (a[m - 1] + a[m]) / 2;
+}
+
+function main() {
+  const args = process.argv.slice(2);
+  const opt = (name, dflt) => {
+    const i = args.indexOf(name);
+    return i >= 0 ? args[i + 1] : dflt;
+  };
+  const runs = Number(opt('--runs', 5));
+  const only = opt('--case', null);
+  const names = only ? only.split(',') : Object.keys(CASES);
+  const results = {};
+  for (const name of names) {
+    results[name] = { ptsched: [], polyfill: [] };
+    for (let r = 0; r < runs; r++) {
+      for (const impl of ['ptsched', 'polyfill']) {
+        const p = spawnSync(process.execPath,
+          ['--expose-gc', __filename, '--child', impl, name],
+          { encoding: 'utf8', env: process.env, timeout: 120000 });
+        if (p.status !== 0) {
+          process.stderr.write(`${impl} ${name} failed: ${p.stderr}\n`);
+          process.exitCode = 1;
+          continue;
+        }
+        results[name][impl].push(JSON.parse(p.stdout.trim().split('\n').pop()));
+      }
+    }
+  }
+  const rows = [];
+  for (const name of names) {
+    const a = results[name].ptsched.map((x) => x.value);
+    const b = results[name].polyfill.map((x) => x.value);
+    const ma = median(a);
+    const mb = median(b);
+    const unit = (results[name].ptsched[0] || results[name].polyfill[0] || {}).unit;
+    const extra = {};
+    for (const k of ['cpu', 'heap', 'external', 'per_task_ns']) {
+      if (results[name].ptsched[0] && k in results[name].ptsched[0]) {
+        extra[k] = [median(results[name].ptsched.map((x) => x[k])),
+                    median(results[name].polyfill.map((x) => x[k]))];
+      }
+    }
+    rows.push({ case: name, unit, ptsched: ma, polyfill: mb, ratio: ma / mb, runs: a.length, extra });
+  }
+  const fmt = (x) => (x === undefined || Number.isNaN(x) ? '-' : x < 10 ? x.toFixed(3) : x.toFixed(0));
+  console.log(`node ${process.version}, ${runs} runs per case, medians`);
+  console.log('| case | unit | ptsched | scheduler-polyfill | ratio |');
+  console.log('|---|---|---|---|---|');
+  for (const r of rows) {
+    console.log(`| ${r.case} | ${r.unit} | ${fmt(r.ptsched)} | ${fmt(r.polyfill)} | ${r.ratio.toFixed(3)} |`);
+    for (const [k, [x, y]] of Object.entries(r.extra)) {
+      console.log(`| ${r.case} (${k}) | | ${fmt(x)} | ${fmt(y)} | ${(x / y).toFixed(3)} |`);
+    }
+  }
+  const out = opt('--out', null);
+  if (out) fs.writeFileSync(out, JSON.stringify({ node: process.version, runs, rows, results }, null, 2));
+}
+
+if (process.argv[2] === '--child') {
+  child(process.argv[3], process.argv[4]).catch((e) => { console.error(e); process.exit(1); });
+} else {
+  main();
+}

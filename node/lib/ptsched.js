@@ -1,0 +1,455 @@
+'use strict';
+// ptsched for Node.js: the WICG Prioritized Task Scheduling API over the
+// native ptsched loop (src/binding.c). The JS objects here are thin views:
+// TaskController is Node's AbortController, TaskSignal is a Node AbortSignal
+// (so `instanceof AbortSignal`, AbortSignal.any and EventTarget all work),
+// and the native pts_signal behind each holds the priority and abort state the
+// queues use.
+//
+// Scheduling state (spec: "current scheduling state", HostMakeJobCallback):
+// while a task runs, the addon sets V8's continuation-preserved embedder data
+// to the task's state; V8 stores that value on every promise reaction when it
+// is registered (then, await) and restores it while the reaction runs, so an
+// `await` continuation sees the state current at registration, across any
+// number of awaits, at no cost per promise. Only promise jobs carry it
+// (timers, I/O and immediates do not), as in the spec.
+
+const path = require('node:path');
+const fs = require('node:fs');
+
+function loadBinding() {
+  const candidates = [
+    process.env.PTSCHED_NODE_ADDON,
+    path.join(__dirname, '..', 'build', 'ptsched.node'),
+  ];
+  for (const file of candidates) {
+    if (file && fs.existsSync(file)) {
+      const mod = { exports: {} };
+      process.dlopen(mod, path.resolve(file));
+      return mod.exports;
+    }
+  }
+  throw new Error('ptsched: the addon is not built; run `npm run build` in ' +
+                  'node/ (it runs `bazel build //node:ptsched.node`)');
+}
+
+const native = loadBinding();
+
+const NAMES = ['background', 'user-visible', 'user-blocking'];
+const PRIO = { 'background': 0, 'user-visible': 1, 'user-blocking': 2 };
+const kNative = Symbol('ptsched.native');
+const kController = Symbol('ptsched.controller');
+const kHandler = Symbol('ptsched.onprioritychange');
+const kHandlerSet = Symbol('ptsched.onprioritychange.installed');
+const kDependent = Symbol('ptsched.dependent');
+const kToken = Symbol('ptsched.token');
+
+// ---- scheduling state ----
+
+// The current scheduling state: {a: abort source or null, p: priority source
+// (a TaskSignal, or a fixed priority number)}, or undefined (null in the
+// spec). The addon keeps it in V8's continuation-preserved embedder data.
+const currentState = native.state;
+
+// ---- the task table ----
+// Two slots a task: the callback (null for a yield continuation) and the
+// scheduling state. The addon holds the slot number and the promise's
+// Node-API deferred; the promise is the only other object a task costs.
+
+const table = [];
+const freeSlots = [];
+
+function newSlot(cb, state) {
+  const i = freeSlots.length !== 0 ? freeSlots.pop() : table.length;
+  table[i] = cb;
+  table[i + 1] = state;
+  return i;
+}
+
+function releaseSlot(i) {
+  table[i] = undefined;
+  table[i + 1] = undefined;
+  freeSlots.push(i);
+}
+
+// Called by the addon inside a Node callback scope for each task; the addon
+// settles the promise with the result, or rejects it with what this threw.
+// spec: set the current scheduling state to the task's, invoke the callback,
+// set the state back to null.
+function run(i) {
+  const cb = table[i];
+  const state = table[i + 1];
+  releaseSlot(i);
+  if (cb === null) return undefined;
+  if (state === undefined) return cb();
+  native.setState(state);
+  try {
+    return cb();
+  } finally {
+    native.setState(undefined);
+  }
+}
+
+function releaseSlots(slots) {
+  if (slots === undefined) return;
+  for (let k = 0; k < slots.length; k++) releaseSlot(slots[k]);
+}
+
+function post(cb, handle, priority, delay, state) {
+  const i = newSlot(cb, state);
+  try {
+    if (handle === undefined && priority === -1 && delay === 0) return native.post(i);
+    return native.post(i, handle, priority, delay);
+  } catch (e) {
+    releaseSlot(i);
+    throw e;
+  }
+}
+
+function yieldTo(handle, priority) {
+  const i = newSlot(null, undefined);
+  try {
+    return native.yield(i, handle, priority);
+  } catch (e) {
+    releaseSlot(i);
+    throw e;
+  }
+}
+
+function onPriorityChange(signal, previous) {
+  signal.dispatchEvent(new TaskPriorityChangeEvent('prioritychange', {
+    previousPriority: NAMES[previous],
+  }));
+}
+
+function onDependentAbort(signal, reason) {
+  signal[kController].abort(reason);
+  listenedDependents.delete(signal);
+}
+
+// TaskSignal.any() results kept alive for their listeners (see
+// TaskSignal.prototype.addEventListener).
+const listenedDependents = new Set();
+
+native.init(run, onPriorityChange, onDependentAbort, { __proto__: null });
+
+// ---- WebIDL conversions ----
+
+function toPriority(value) {
+  const s = `${value}`;
+  if (!Object.prototype.hasOwnProperty.call(PRIO, s)) {
+    throw new TypeError(`'${s}' is not a valid TaskPriority`);
+  }
+  return PRIO[s];
+}
+
+// [EnforceRange] unsigned long long
+function toDelay(value) {
+  let x = Number(value);
+  if (!Number.isFinite(x)) throw new TypeError('delay is not a finite number');
+  x = Math.trunc(x);
+  if (x < 0 || x > Number.MAX_SAFE_INTEGER) throw new TypeError('delay is out of range');
+  return x;
+}
+
+function toDictionary(value, what) {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'object' && typeof value !== 'function') {
+    throw new TypeError(`${what} is not an object`);
+  }
+  return value;
+}
+
+// ---- signals ----
+
+// The 'abort' listener that hands a Node abort to the native signal (spec:
+// the signal's abort algorithms, which reject the pending tasks).
+function forwardAbort(event) {
+  const signal = event.target;
+  releaseSlots(native.abort(signal[kNative], signal.reason));
+}
+
+// The native handle of any AbortSignal, made on first use.
+function nativeOf(signal) {
+  let h = signal[kNative];
+  if (h === undefined) {
+    h = native.controller(false, 0, signal);
+    Object.defineProperty(signal, kNative, { value: h });
+    if (!signal.aborted) signal.addEventListener('abort', forwardAbort, { once: true });
+  }
+  return h;
+}
+
+function isTaskSignal(s) {
+  return s !== null && typeof s === 'object' && s[kController] !== undefined &&
+         Object.prototype.hasOwnProperty.call(s, kController);
+}
+
+function checkTaskSignal(s) {
+  if (!isTaskSignal(s)) throw new TypeError('Illegal invocation');
+}
+
+// A new Node AbortSignal made into a TaskSignal; the controller that can
+// abort it is kept on it (kController).
+function newTaskSignal(controller, handle) {
+  const s = controller.signal;
+  Object.setPrototypeOf(s, TaskSignal.prototype);
+  Object.defineProperty(s, kController, { value: controller });
+  Object.defineProperty(s, kNative, { value: handle(s) });
+  return s;
+}
+
+class TaskSignal extends AbortSignal {
+  constructor() {
+    throw new TypeError('Illegal constructor');
+    super(); // eslint-disable-line no-unreachable
+  }
+
+  addEventListener(type, listener, options) {
+    if (isTaskSignal(this)) {
+      const t = `${type}`;
+      if (t === 'prioritychange') native.listen(this[kNative]);
+      // A TaskSignal.any() result that someone listens to stays alive while
+      // it can still fire (until it aborts), even if JS drops it: the
+      // native twin only holds it weakly. (Node's AbortSignal.any() does
+      // the same for its dependent signals.)
+      if (this[kDependent] && !this.aborted && (t === 'prioritychange' || t === 'abort')) {
+        listenedDependents.add(this);
+      }
+    }
+    return super.addEventListener(type, listener, options);
+  }
+
+  get priority() {
+    checkTaskSignal(this);
+    return NAMES[native.priority(this[kNative])];
+  }
+
+  get onprioritychange() {
+    checkTaskSignal(this);
+    return this[kHandler] ?? null;
+  }
+
+  set onprioritychange(value) {
+    checkTaskSignal(this);
+    const h = (typeof value === 'object' || typeof value === 'function') ? value : null;
+    this[kHandler] = h;
+    // The handler keeps the listener position it first got (DOM event handlers).
+    if (h !== null && !this[kHandlerSet]) {
+      this[kHandlerSet] = true;
+      this.addEventListener('prioritychange', callHandler);
+    }
+  }
+
+  // spec: TaskSignal.any(signals, init)
+  static any(signals, init = undefined) {
+    const list = [];
+    for (const s of signals) {
+      if (!(s instanceof AbortSignal)) throw new TypeError('not an AbortSignal');
+      list.push(s);
+    }
+    const dict = toDictionary(init, 'init');
+    let priority = 1;
+    let source;
+    if (dict !== undefined && dict.priority !== undefined) {
+      const p = dict.priority;
+      if (p instanceof TaskSignal) source = p;
+      else priority = toPriority(p);
+    }
+    const ac = new AbortController();
+    const aborted = list.find((s) => s.aborted);
+    if (aborted !== undefined) {
+      const s = newTaskSignal(ac, (sig) => native.any([], priority, source && nativeOf(source), sig));
+      ac.abort(aborted.reason);
+      return s;
+    }
+    const handles = list.map(nativeOf);
+    const s = newTaskSignal(ac, (sig) => native.any(handles, priority, source && nativeOf(source), sig));
+    s[kDependent] = true;
+    return s;
+  }
+}
+
+function callHandler(event) {
+  const h = event.currentTarget[kHandler];
+  if (typeof h === 'function') {
+    if (h.call(event.currentTarget, event) === false) event.preventDefault();
+  }
+}
+
+class TaskController extends AbortController {
+  constructor(init = undefined) {
+    const dict = toDictionary(init, 'init');
+    const priority = dict !== undefined && dict.priority !== undefined
+      ? toPriority(dict.priority) : 1;
+    super();
+    const s = newTaskSignal(this, (sig) => native.controller(true, priority, sig));
+    s.addEventListener('abort', forwardAbort, { once: true });
+  }
+
+  setPriority(priority) {
+    const p = toPriority(priority);
+    const s = this.signal;
+    if (native.setPriority(s[kNative], p) < 0) {
+      throw new DOMException('a priority change of this signal is being dispatched',
+                             'NotAllowedError');
+    }
+  }
+}
+
+class TaskPriorityChangeEvent extends Event {
+  #previous;
+  constructor(type, init) {
+    if (arguments.length < 2) throw new TypeError('init is required');
+    const dict = toDictionary(init, 'init');
+    if (dict === undefined || dict.previousPriority === undefined) {
+      throw new TypeError('previousPriority is required');
+    }
+    const previous = NAMES[toPriority(dict.previousPriority)];
+    super(type, dict);
+    this.#previous = previous;
+  }
+
+  get previousPriority() {
+    return this.#previous;
+  }
+}
+
+// ---- the scheduler ----
+
+class Scheduler {
+  constructor(token) {
+    if (token !== kToken) throw new TypeError('Illegal constructor');
+  }
+
+  // spec: schedule a postTask task
+  postTask(callback, options = undefined) {
+    try {
+      if (typeof callback !== 'function') throw new TypeError('callback is not a function');
+      if (options === undefined) return post(callback, undefined, -1, 0, undefined);
+      const dict = toDictionary(options, 'options');
+      let delay = 0;
+      let priority = -1;
+      let signal = null;
+      if (dict !== undefined) { // members in WebIDL (lexicographic) order
+        if (dict.delay !== undefined) delay = toDelay(dict.delay);
+        if (dict.priority !== undefined) priority = toPriority(dict.priority);
+        if (dict.signal !== undefined) {
+          if (!(dict.signal instanceof AbortSignal)) throw new TypeError('signal is not an AbortSignal');
+          signal = dict.signal;
+        }
+      }
+      if (signal === null) {
+        if (priority === -1) return post(callback, undefined, -1, delay, undefined);
+        return post(callback, undefined, priority, delay, { a: null, p: priority });
+      }
+      if (signal.aborted) return Promise.reject(signal.reason);
+      const state = {
+        a: signal,
+        p: priority !== -1 ? priority : (isTaskSignal(signal) ? signal : 1),
+      };
+      return post(callback, nativeOf(signal), priority, delay, state);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  // spec: schedule a yield continuation
+  yield(options = undefined) {
+    try {
+      let signalOpt = null;
+      let priorityOpt = null;
+      const dict = toDictionary(options, 'options');
+      if (dict !== undefined) {
+        if (dict.priority !== undefined) {
+          const p = `${dict.priority}`;
+          priorityOpt = p === 'inherit' ? 'inherit' : toPriority(p);
+        }
+        if (dict.signal !== undefined) {
+          const s = dict.signal;
+          if (s instanceof AbortSignal) signalOpt = s;
+          else if (`${s}` === 'inherit') signalOpt = 'inherit';
+          else throw new TypeError('signal is neither an AbortSignal nor "inherit"');
+        }
+      }
+      if (signalOpt === null && priorityOpt === null) {
+        signalOpt = 'inherit';
+        priorityOpt = 'inherit';
+      } else if (signalOpt === 'inherit' && priorityOpt === null) {
+        priorityOpt = 'inherit';
+      }
+      // spec: compute the scheduling state from options
+      const inherited = currentState();
+      let abort = null;
+      let prio = null;
+      if (signalOpt === 'inherit') {
+        if (inherited !== undefined) abort = inherited.a;
+      } else {
+        abort = signalOpt;
+      }
+      if (priorityOpt === 'inherit') {
+        if (inherited !== undefined) prio = inherited.p;
+      } else if (priorityOpt !== null) {
+        prio = priorityOpt;
+      } else if (signalOpt !== null && signalOpt !== 'inherit' && isTaskSignal(signalOpt)) {
+        prio = signalOpt;
+      }
+      if (prio === null) prio = 1;
+      if (abort !== null && abort.aborted) return Promise.reject(abort.reason);
+      if (typeof prio === 'number') {
+        return yieldTo(abort === null ? undefined : nativeOf(abort), prio);
+      }
+      if (abort === prio) return yieldTo(nativeOf(abort), -1);
+      // The priority follows a TaskSignal other than the abort source: one
+      // dependent signal carries both.
+      const both = TaskSignal.any(abort === null ? [] : [abort], { priority: prio });
+      return yieldTo(nativeOf(both), -1);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+}
+
+const scheduler = new Scheduler(kToken);
+
+// queueMicrotask with HostMakeJobCallback: V8 carries the scheduling state on
+// promise reactions but not on microtasks queued by queueMicrotask(), so the
+// state current when it is called is restored around the callback.
+const nodeQueueMicrotask = globalThis.queueMicrotask;
+function queueMicrotask(callback) {
+  const state = typeof callback === 'function' ? currentState() : undefined;
+  if (state === undefined) return nodeQueueMicrotask(callback);
+  return nodeQueueMicrotask(() => {
+    const saved = currentState();
+    native.setState(state);
+    try {
+      callback();
+    } finally {
+      native.setState(saved);
+    }
+  });
+}
+
+function install(target = globalThis) {
+  const define = (name, value, enumerable) => Object.defineProperty(target, name, {
+    value, writable: true, configurable: true, enumerable,
+  });
+  define('scheduler', scheduler, true);
+  define('Scheduler', Scheduler, false);
+  define('TaskController', TaskController, false);
+  define('TaskSignal', TaskSignal, false);
+  define('TaskPriorityChangeEvent', TaskPriorityChangeEvent, false);
+  if (target.queueMicrotask === nodeQueueMicrotask) define('queueMicrotask', queueMicrotask, true);
+}
+
+module.exports = {
+  scheduler,
+  Scheduler,
+  TaskController,
+  TaskSignal,
+  TaskPriorityChangeEvent,
+  install,
+  queueMicrotask,
+  // For tests: [pending tasks, pending delayed tasks, live native signals].
+  _stats: () => native.stats(),
+};

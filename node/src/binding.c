@@ -1,0 +1,689 @@
+/* ptsched for Node.js: the Node-API addon behind node/lib/ptsched.js.
+ *
+ * One env_st per Node environment (the main thread and each worker thread):
+ * its own pts_loop, created on that thread and run only there, from three
+ * libuv handles of the environment's own uv loop. The JS objects
+ * (TaskController, TaskSignal, Node's AbortSignal) are views; the native
+ * pts_signal behind each is the source of truth for priority and abort, so
+ * queue order, setPriority and abort cost what they cost in C.
+ *
+ * Loop integration (the invariant: ptsched never blocks or starves libuv):
+ *  1. post/yield queue into the pts_loop and start `idle`, which keeps libuv's
+ *     poll from blocking and keeps the process alive while work is runnable.
+ *  2. `check` (after poll, the setImmediate phase) runs the pts_loop until it
+ *     is idle or a time budget (BUDGET_NS) is spent: then pts_loop_stop() ends
+ *     the run after the current task and the rest waits for the next
+ *     iteration, after I/O and timers had their turn.
+ *  3. A run that ends idle stops `idle`: an idle scheduler holds nothing open
+ *     (`check` is unref'd).
+ *  4. Delayed tasks: their deadlines (pts clock) sit in a small binary heap;
+ *     `timer` (ref'd while any delayed task is pending) wakes the loop at the
+ *     earliest and starts `idle`. Entries of aborted tasks only cause one
+ *     spurious wake-up.
+ * Each task runs inside its own Node callback scope, so process.nextTick
+ * callbacks and the microtask checkpoint run after it, like any macrotask;
+ * the task's promise is settled inside that scope, before the checkpoint.
+ *
+ * Abort: JS calls abort(handle, reason) from the signal's 'abort' listener;
+ * pts_controller_abort() then calls every pending task's function with
+ * PTS_EABORT synchronously, and those reject with st->reason (the JS reason).
+ */
+#define NAPI_VERSION 8
+#include <node/node_api.h>
+#include <node/uv.h>
+
+#include <stdio.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptsched.h"
+
+#include "cped.h"
+
+/* How long one check-phase run may take before libuv gets the thread back. */
+#define BUDGET_NS (2 * 1000 * 1000)
+
+typedef struct env_st {
+  napi_env env;
+  uv_loop_t *uv;
+  pts_loop *loop;
+  pts_scheduler *sched;
+  uv_check_t check;
+  uv_idle_t idle;
+  uv_timer_t timer;
+  napi_ref run_fn;     /* JS: run(slot) -> the callback's result (or throws) */
+  napi_ref prio_fn;    /* JS: onPriorityChange(signal, previous) */
+  napi_ref abort_fn;   /* JS: onDependentAbort(signal, reason) */
+  napi_ref resource;   /* the async resource tasks run under */
+  napi_async_context actx;
+  napi_value reason;   /* the abort reason while abort() runs, else NULL */
+  uint64_t budget_end;
+  bool budget_hit;
+  bool closing;        /* env teardown began: no more JS */
+  napi_async_cleanup_hook_handle cleanup_handle;
+  int open_handles;    /* uv handles not yet closed */
+  size_t mirrors;      /* live mirrors (they point at us) */
+  size_t delayed;      /* delayed tasks not yet run or aborted */
+  uint64_t armed;      /* deadline the timer is armed for, 0 = none */
+  uint64_t *heap;      /* deadlines of delayed tasks, min-heap, pts ns */
+  size_t heap_n, heap_cap;
+  size_t pending;      /* tasks and continuations not yet settled */
+  int32_t *aborted;    /* slots of the tasks abort() released, see js_abort */
+  size_t n_aborted, cap_aborted;
+  napi_deferred *deferred; /* the promise of each pending slot (slot / 2) */
+  size_t cap_deferred;
+} env_st;
+
+/* A task (postTask task or yield continuation) is a slot number of the JS
+ * task table (lib/ptsched.js: callback, state), carried as the pts task's
+ * data with the "delayed" bit, plus the Node-API deferred of its promise in
+ * st->deferred: no allocation and no reference per task here, and the only
+ * JS object per task besides the caller's callback is the promise. */
+#define SLOT_DATA(slot, delayed) ((void *)(uintptr_t)(((uintptr_t)(slot) << 1) | (delayed)))
+#define DATA_SLOT(data) ((int32_t)((uintptr_t)(data) >> 1))
+#define DATA_DELAYED(data) ((uintptr_t)(data) & 1u)
+
+/* The native side of one JS AbortSignal/TaskSignal. */
+typedef struct mirror {
+  env_st *st;
+  pts_controller *ctl; /* NULL for a TaskSignal.any() result */
+  pts_signal *sig;
+  napi_ref js;         /* weak: the JS signal */
+  bool listens;        /* an abort listener is registered (data = this) */
+  bool listens_pc;     /* a prioritychange listener is registered */
+} mirror;
+
+#define CHECK(call)                                                            \
+  do {                                                                         \
+    if ((call) != napi_ok) return NULL;                                        \
+  } while (0)
+
+static napi_value throw_code(napi_env env, int code) {
+  const char *dom = pts_err_dom_name(code);
+  char name[32];
+  snprintf(name, sizeof name, "%s", dom ? dom : pts_err_name(code));
+  if (code == PTS_ETYPE) napi_throw_type_error(env, NULL, pts_strerror(code));
+  else if (code == PTS_ERANGE) napi_throw_range_error(env, NULL, pts_strerror(code));
+  else napi_throw_error(env, name, pts_strerror(code));
+  return NULL;
+}
+
+static void maybe_free_st(env_st *st) {
+  if (st->closing && st->open_handles == 0 && st->mirrors == 0) {
+    free(st->aborted);
+    free(st->deferred);
+    free(st->heap);
+    free(st);
+  }
+}
+
+/* Reports an exception left by a JS call we made, as Node reports any
+ * callback's: process 'uncaughtException'. */
+static void report_pending(napi_env env) {
+  bool pending = false;
+  napi_is_exception_pending(env, &pending);
+  if (pending) {
+    napi_value e;
+    napi_get_and_clear_last_exception(env, &e);
+    napi_fatal_exception(env, e);
+  }
+}
+
+/* ---- delayed-task heap ---- */
+
+static void heap_push(env_st *st, uint64_t v) {
+  if (st->heap_n == st->heap_cap) {
+    size_t cap = st->heap_cap ? st->heap_cap * 2 : 16;
+    uint64_t *h = realloc(st->heap, cap * sizeof *h);
+    if (!h) return; /* the timer re-arms from the next deadline; a late wake is all */
+    st->heap = h;
+    st->heap_cap = cap;
+  }
+  size_t i = st->heap_n++;
+  while (i > 0 && st->heap[(i - 1) / 2] > v) {
+    st->heap[i] = st->heap[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  st->heap[i] = v;
+}
+
+static void heap_pop(env_st *st) {
+  uint64_t v = st->heap[--st->heap_n];
+  size_t i = 0;
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= st->heap_n) break;
+    if (c + 1 < st->heap_n && st->heap[c + 1] < st->heap[c]) c++;
+    if (st->heap[c] >= v) break;
+    st->heap[i] = st->heap[c];
+    i = c;
+  }
+  if (st->heap_n) st->heap[i] = v;
+}
+
+static void on_timer(uv_timer_t *h);
+
+static void arm_timer(env_st *st) {
+  if (st->delayed == 0) {
+    st->heap_n = 0;
+    st->armed = 0;
+    uv_timer_stop(&st->timer);
+    return;
+  }
+  if (st->heap_n == 0) return;
+  uint64_t next = st->heap[0];
+  if (st->armed && st->armed <= next && uv_is_active((uv_handle_t *)&st->timer))
+    return;
+  uint64_t now = pts_loop_now(st->loop);
+  uint64_t ms = next > now ? (next - now + 999999) / 1000000 : 0;
+  st->armed = next;
+  uv_timer_start(&st->timer, on_timer, ms, 0);
+}
+
+static void on_idle(uv_idle_t *h) { (void)h; }
+
+static void wake(env_st *st) { uv_idle_start(&st->idle, on_idle); }
+
+static void on_timer(uv_timer_t *h) {
+  env_st *st = h->data;
+  uint64_t now = pts_loop_now(st->loop);
+  st->armed = 0;
+  while (st->heap_n && st->heap[0] <= now) heap_pop(st);
+  wake(st);
+  arm_timer(st);
+}
+
+/* ---- running tasks ---- */
+
+static void on_check(uv_check_t *h) {
+  env_st *st = h->data;
+  if (!uv_is_active((uv_handle_t *)&st->idle)) return;
+  st->budget_end = uv_hrtime() + BUDGET_NS;
+  st->budget_hit = false;
+  pts_loop_run(st->loop, PTS_RUN_UNTIL_IDLE);
+  if (!st->budget_hit) uv_idle_stop(&st->idle);
+}
+
+/* After each task: end the run once the budget is spent. The clock is read
+ * after every task (a vDSO read): sampling every Nth task would let N - 1
+ * long tasks overrun the budget and starve I/O. */
+static void after_task(env_st *st) {
+  if (!st->budget_hit && uv_hrtime() >= st->budget_end) {
+    st->budget_hit = true;
+    pts_loop_stop(st->loop);
+  }
+}
+
+/* The task function of both forms. status 0: run(slot) inside a callback
+ * scope (JS invokes the callback and settles the promise); PTS_EABORT: the
+ * slot is handed back by the abort() that is running; PTS_ECANCELED: the
+ * loop is going away. */
+static _Thread_local env_st *cur_st; /* this thread's env (one per thread) */
+
+static void task_fn(void *data, int status) {
+  env_st *st = cur_st;
+  napi_env env = st->env;
+  st->pending--;
+  if (DATA_DELAYED(data)) {
+    st->delayed--;
+    if (st->delayed == 0) arm_timer(st);
+  }
+  if (st->closing || status == PTS_ECANCELED) return;
+  int32_t slot = DATA_SLOT(data);
+  napi_deferred d = st->deferred[slot >> 1];
+  st->deferred[slot >> 1] = NULL;
+  if (status != 0) {
+    /* Inside js_abort: reject now with its reason; JS frees the slot. */
+    napi_value reason = st->reason;
+    if (!reason) napi_get_undefined(env, &reason);
+    napi_reject_deferred(env, d, reason);
+    if (st->n_aborted == st->cap_aborted) {
+      size_t cap = st->cap_aborted ? st->cap_aborted * 2 : 64;
+      int32_t *a = realloc(st->aborted, cap * sizeof *a);
+      if (!a) return; /* out of memory: the slot is not reused */
+      st->aborted = a;
+      st->cap_aborted = cap;
+    }
+    st->aborted[st->n_aborted++] = slot;
+    return;
+  }
+  napi_handle_scope hs;
+  napi_open_handle_scope(env, &hs);
+  napi_value resource, fn, arg, result, undef;
+  napi_get_reference_value(env, st->resource, &resource);
+  napi_get_reference_value(env, st->run_fn, &fn);
+  napi_get_undefined(env, &undef);
+  napi_create_int32(env, slot, &arg);
+  /* Inside one callback scope: run() invokes the callback with the task's
+   * scheduling state; what it throws is caught by napi_call_function's own
+   * TryCatch (so the scope is not marked failed) and rejects the promise;
+   * then closing the scope runs nextTicks and the microtask checkpoint, as
+   * after any Node callback. */
+  napi_callback_scope cs;
+  napi_open_callback_scope(env, resource, st->actx, &cs);
+  if (napi_call_function(env, undef, fn, 1, &arg, &result) == napi_ok) {
+    napi_resolve_deferred(env, d, result);
+  } else {
+    napi_value e;
+    if (napi_get_and_clear_last_exception(env, &e) != napi_ok) e = undef;
+    napi_reject_deferred(env, d, e);
+  }
+  napi_close_callback_scope(env, cs);
+  napi_close_handle_scope(env, hs);
+  after_task(st);
+}
+
+/* Records the deferred of a new promise for slot; false if out of memory. */
+static bool set_deferred(env_st *st, int32_t slot, napi_deferred d) {
+  size_t i = (size_t)slot >> 1;
+  if (i >= st->cap_deferred) {
+    size_t cap = st->cap_deferred ? st->cap_deferred : 256;
+    while (cap <= i) cap *= 2;
+    napi_deferred *a = realloc(st->deferred, cap * sizeof *a);
+    if (!a) return false;
+    memset(a + st->cap_deferred, 0, (cap - st->cap_deferred) * sizeof *a);
+    st->deferred = a;
+    st->cap_deferred = cap;
+  }
+  st->deferred[i] = d;
+  return true;
+}
+
+/* ---- argument helpers ---- */
+
+static env_st *get_st(napi_env env) {
+  void *p = NULL;
+  napi_get_instance_data(env, &p);
+  return p;
+}
+
+static mirror *get_mirror(napi_env env, napi_value v) {
+  napi_valuetype ty;
+  if (napi_typeof(env, v, &ty) != napi_ok || ty != napi_external) return NULL;
+  void *p = NULL;
+  napi_get_value_external(env, v, &p);
+  return p;
+}
+
+static int get_int(napi_env env, napi_value v, int dflt) {
+  int32_t i;
+  if (napi_get_value_int32(env, v, &i) != napi_ok) return dflt;
+  return i;
+}
+
+/* ---- scheduler ---- */
+
+/* The common part of post and yield: a promise for slot (its deferred kept
+ * in st->deferred), then queue(...) as the pts call. On an error nothing is
+ * queued, the promise is dropped (rejected, unobserved) and a JS error
+ * thrown. */
+typedef int (*queue_fn)(env_st *st, void *data, const void *opts);
+
+static napi_value queue_slot(napi_env env, env_st *st, int32_t slot,
+                             queue_fn queue, void *data, const void *opts) {
+  napi_deferred d;
+  napi_value promise, undef;
+  if (slot < 0) return throw_code(env, PTS_EINVAL);
+  CHECK(napi_create_promise(env, &d, &promise));
+  int rc = set_deferred(st, slot, d) ? queue(st, data, opts) : PTS_ENOMEM;
+  if (rc < 0) {
+    if ((size_t)(slot >> 1) < st->cap_deferred) st->deferred[slot >> 1] = NULL;
+    napi_get_undefined(env, &undef);
+    napi_reject_deferred(env, d, undef);
+    return throw_code(env, rc);
+  }
+  st->pending++;
+  return promise;
+}
+
+static int queue_post(env_st *st, void *data, const void *opts) {
+  return pts_scheduler_post(st->sched, task_fn, data, opts);
+}
+
+static int queue_yield(env_st *st, void *data, const void *opts) {
+  return pts_scheduler_yield_cb(st->sched, opts, task_fn, data);
+}
+
+/* post(slot, signalHandle|undefined, priority|-1, delayMs) -> promise:
+ * queues the task of that slot; throws (nothing queued) on an error code. */
+static napi_value js_post(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  env_st *st = get_st(env);
+  pts_post_options o = PTS_POST_OPTIONS_INIT;
+  if (argc > 1) {
+    mirror *m = get_mirror(env, argv[1]);
+    double delay = 0;
+    napi_get_value_double(env, argv[3], &delay);
+    o.signal = m ? m->sig : NULL;
+    o.priority = get_int(env, argv[2], PTS_PRIORITY_UNSET);
+    o.delay_ms = (int64_t)delay;
+  }
+  bool delayed = o.delay_ms > 0;
+  int32_t slot = get_int(env, argv[0], -1);
+  napi_value promise = queue_slot(env, st, slot, queue_post, SLOT_DATA(slot, delayed), &o);
+  if (!promise) return NULL;
+  if (delayed) {
+    st->delayed++;
+    heap_push(st, pts_loop_now(st->loop) + (uint64_t)o.delay_ms * 1000000u);
+    arm_timer(st);
+  } else {
+    wake(st);
+  }
+  return promise;
+}
+
+/* yield(slot, signalHandle|undefined, priority|-1): the caller (JS) has
+ * computed the scheduling state; this queues the continuation. */
+static napi_value js_yield(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  env_st *st = get_st(env);
+  mirror *m = get_mirror(env, argv[1]);
+  pts_yield_options o = PTS_YIELD_OPTIONS_INIT;
+  o.signal = m ? m->sig : NULL;
+  o.priority = get_int(env, argv[2], PTS_PRIORITY_UNSET);
+  if (!m && o.priority == PTS_PRIORITY_UNSET) o.priority = PTS_PRIORITY_USER_VISIBLE;
+  int32_t slot = get_int(env, argv[0], -1);
+  napi_value promise = queue_slot(env, st, slot, queue_yield, SLOT_DATA(slot, 0), &o);
+  if (promise) wake(st);
+  return promise;
+}
+
+/* ---- signals ---- */
+
+static void on_native_event(void *data, const pts_event *ev) {
+  mirror *m = data;
+  env_st *st = m->st;
+  if (st->closing) return;
+  napi_env env = st->env;
+  napi_handle_scope hs;
+  napi_open_handle_scope(env, &hs);
+  napi_value sig, fn, undef, argv[2], r;
+  napi_get_reference_value(env, m->js, &sig);
+  if (sig) {
+    napi_get_undefined(env, &undef);
+    argv[0] = sig;
+    if (ev->type == PTS_EVENT_PRIORITYCHANGE) {
+      napi_get_reference_value(env, st->prio_fn, &fn);
+      napi_create_int32(env, ev->previous_priority, &argv[1]);
+    } else {
+      napi_get_reference_value(env, st->abort_fn, &fn);
+      argv[1] = st->reason ? st->reason : undef;
+    }
+    if (napi_call_function(env, undef, fn, 2, argv, &r) != napi_ok)
+      report_pending(env);
+  }
+  napi_close_handle_scope(env, hs);
+}
+
+static void mirror_finalize(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  mirror *m = data;
+  env_st *st = m->st;
+  if (!st->closing) {
+    if (m->listens)
+      pts_signal_remove_listener(m->sig, PTS_EVENT_ABORT, on_native_event, m);
+    if (m->listens_pc)
+      pts_signal_remove_listener(m->sig, PTS_EVENT_PRIORITYCHANGE, on_native_event, m);
+    if (m->ctl) pts_controller_unref(m->ctl);
+    else pts_signal_unref(m->sig);
+    napi_delete_reference(env, m->js);
+  }
+  free(m);
+  st->mirrors--;
+  maybe_free_st(st);
+}
+
+static napi_value wrap_mirror(napi_env env, env_st *st, mirror *m,
+                              napi_value jssig) {
+  napi_value ext;
+  m->st = st;
+  if (napi_create_reference(env, jssig, 0, &m->js) != napi_ok ||
+      napi_create_external(env, m, mirror_finalize, NULL, &ext) != napi_ok) {
+    if (m->ctl) pts_controller_unref(m->ctl);
+    else pts_signal_unref(m->sig);
+    free(m);
+    return NULL;
+  }
+  st->mirrors++;
+  return ext;
+}
+
+/* controller(isTask, priority, jsSignal) -> handle */
+static napi_value js_controller(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  env_st *st = get_st(env);
+  bool is_task = false;
+  napi_get_value_bool(env, argv[0], &is_task);
+  mirror *m = calloc(1, sizeof *m);
+  if (!m) return throw_code(env, PTS_ENOMEM);
+  int rc = is_task ? pts_task_controller_new(st->loop, get_int(env, argv[1], -1), &m->ctl)
+                   : pts_abort_controller_new(st->loop, &m->ctl);
+  if (rc < 0) {
+    free(m);
+    return throw_code(env, rc);
+  }
+  m->sig = pts_controller_signal(m->ctl);
+  return wrap_mirror(env, st, m, argv[2]);
+}
+
+/* any(handles[], priority, prioritySourceHandle|undefined, jsSignal) */
+static napi_value js_any(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  env_st *st = get_st(env);
+  uint32_t n = 0;
+  napi_get_array_length(env, argv[0], &n);
+  pts_signal **sigs = malloc((n ? n : 1) * sizeof *sigs);
+  if (!sigs) return throw_code(env, PTS_ENOMEM);
+  for (uint32_t i = 0; i < n; i++) {
+    napi_value e;
+    napi_get_element(env, argv[0], i, &e);
+    mirror *sm = get_mirror(env, e);
+    if (!sm) {
+      free(sigs);
+      return throw_code(env, PTS_EINVAL);
+    }
+    sigs[i] = sm->sig;
+  }
+  pts_task_signal_any_init init = PTS_TASK_SIGNAL_ANY_INIT;
+  init.priority = get_int(env, argv[1], PTS_PRIORITY_USER_VISIBLE);
+  mirror *ps = get_mirror(env, argv[2]);
+  init.priority_source = ps ? ps->sig : NULL;
+  mirror *m = calloc(1, sizeof *m);
+  int rc = m ? pts_task_signal_any(st->loop, sigs, n, &init, &m->sig) : PTS_ENOMEM;
+  free(sigs);
+  if (rc < 0) {
+    free(m);
+    return throw_code(env, rc);
+  }
+  pts_signal_add_listener(m->sig, PTS_EVENT_ABORT, on_native_event, m, false);
+  m->listens = true;
+  return wrap_mirror(env, st, m, argv[3]);
+}
+
+/* abort(handle, reason) -> Int32Array of the slots whose tasks this abort
+ * released (their promises already rejected with reason), or undefined. Aborts nest (an
+ * abort listener may abort another signal): each call hands back only the
+ * slots added during its own extent, outside nested calls. */
+static napi_value js_abort(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  env_st *st = get_st(env);
+  mirror *m = get_mirror(env, argv[0]);
+  if (!m || !m->ctl) return NULL;
+  napi_value saved = st->reason;
+  size_t start = st->n_aborted;
+  st->reason = argv[1];
+  pts_controller_abort(m->ctl, NULL);
+  st->reason = saved;
+  size_t n = st->n_aborted - start;
+  if (n == 0) return NULL;
+  void *buf;
+  napi_value ab, arr;
+  st->n_aborted = start;
+  CHECK(napi_create_arraybuffer(env, n * sizeof(int32_t), &buf, &ab));
+  memcpy(buf, st->aborted + start, n * sizeof(int32_t));
+  CHECK(napi_create_typedarray(env, napi_int32_array, n, ab, 0, &arr));
+  return arr;
+}
+
+/* setPriority(handle, priority) -> 0 or a PTS_E* code (PTS_ENOTALLOWED while
+ * this signal's priority change is being dispatched). */
+static napi_value js_set_priority(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  mirror *m = get_mirror(env, argv[0]);
+  if (!m || !m->ctl) return throw_code(env, PTS_EINVAL);
+  napi_value r;
+  CHECK(napi_create_int32(env, pts_controller_set_priority(m->ctl, get_int(env, argv[1], -1)), &r));
+  return r;
+}
+
+/* listen(handle): from now on the signal's priority changes call JS
+ * onPriorityChange. Registered only once JS listens for 'prioritychange', so
+ * a change nobody observes costs no JS call and no event object. */
+static napi_value js_listen(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  mirror *m = get_mirror(env, argv[0]);
+  if (m && !m->listens_pc &&
+      pts_signal_add_listener(m->sig, PTS_EVENT_PRIORITYCHANGE, on_native_event, m, false) == 0)
+    m->listens_pc = true;
+  return NULL;
+}
+
+static napi_value js_priority(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], r;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  mirror *m = get_mirror(env, argv[0]);
+  CHECK(napi_create_int32(env, m ? pts_signal_priority(m->sig) : -1, &r));
+  return r;
+}
+
+/* stats() -> [pending, delayed, mirrors] for tests. */
+static napi_value js_stats(napi_env env, napi_callback_info info) {
+  (void)info;
+  env_st *st = get_st(env);
+  napi_value arr, v;
+  CHECK(napi_create_array_with_length(env, 3, &arr));
+  double vals[3] = {(double)st->pending, (double)st->delayed, (double)st->mirrors};
+  for (uint32_t i = 0; i < 3; i++) {
+    napi_create_double(env, vals[i], &v);
+    napi_set_element(env, arr, i, v);
+  }
+  return arr;
+}
+
+/* state(): the current scheduling state (V8's continuation-preserved
+ * embedder data), or undefined. */
+static napi_value js_state(napi_env env, napi_callback_info info) {
+  (void)env;
+  (void)info;
+  return pts_node_cped_get();
+}
+
+/* setState(state): makes state current (for the queueMicrotask wrapper). */
+static napi_value js_set_state(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  pts_node_cped_set(argv[0]);
+  return NULL;
+}
+
+/* init(run, onPriorityChange, onDependentAbort, resource) */
+static napi_value js_init(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4], name;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  env_st *st = get_st(env);
+  if (st->prio_fn) return NULL;
+  CHECK(napi_create_reference(env, argv[0], 1, &st->run_fn));
+  CHECK(napi_create_reference(env, argv[1], 1, &st->prio_fn));
+  CHECK(napi_create_reference(env, argv[2], 1, &st->abort_fn));
+  CHECK(napi_create_reference(env, argv[3], 1, &st->resource));
+  CHECK(napi_create_string_utf8(env, "ptsched.task", NAPI_AUTO_LENGTH, &name));
+  CHECK(napi_async_init(env, argv[3], name, &st->actx));
+  return NULL;
+}
+
+/* ---- lifecycle ---- */
+
+/* The last handle closed: teardown may go on (Node unloads the addon after
+ * its async cleanup hooks are removed, so no callback of ours runs later). */
+static void on_closed(uv_handle_t *h) {
+  env_st *st = h->data;
+  if (--st->open_handles == 0) napi_remove_async_cleanup_hook(st->cleanup_handle);
+  maybe_free_st(st);
+}
+
+/* Environment teardown (process exit, worker end), an async cleanup hook:
+ * the remaining tasks are released without JS, then the handles closed;
+ * on_closed ends the hook when libuv has closed them. */
+static void cleanup(napi_async_cleanup_hook_handle handle, void *arg) {
+  env_st *st = arg;
+  st->cleanup_handle = handle;
+  st->closing = true;
+  pts_loop_free(st->loop);
+  st->loop = NULL;
+  uv_close((uv_handle_t *)&st->check, on_closed);
+  uv_close((uv_handle_t *)&st->idle, on_closed);
+  uv_close((uv_handle_t *)&st->timer, on_closed);
+}
+
+NAPI_MODULE_INIT() {
+  env_st *st = get_st(env);
+  if (!st) {
+    st = calloc(1, sizeof *st);
+    if (!st) return NULL;
+    st->env = env;
+    if (napi_get_uv_event_loop(env, &st->uv) != napi_ok ||
+        pts_loop_new(NULL, &st->loop) != 0) {
+      free(st);
+      napi_throw_error(env, NULL, "ptsched: cannot create the loop");
+      return NULL;
+    }
+    st->sched = pts_global_scheduler(pts_loop_default_global(st->loop));
+    uv_check_init(st->uv, &st->check);
+    uv_idle_init(st->uv, &st->idle);
+    uv_timer_init(st->uv, &st->timer);
+    st->check.data = st->idle.data = st->timer.data = st;
+    st->open_handles = 3;
+    uv_check_start(&st->check, on_check);
+    uv_unref((uv_handle_t *)&st->check);
+    napi_set_instance_data(env, st, NULL, NULL);
+    cur_st = st;
+    napi_add_async_cleanup_hook(env, cleanup, st, NULL);
+  }
+  static const struct {
+    const char *name;
+    napi_callback fn;
+  } fns[] = {
+      {"init", js_init},         {"post", js_post},
+      {"yield", js_yield},       {"controller", js_controller},
+      {"any", js_any},           {"abort", js_abort},
+      {"setPriority", js_set_priority}, {"priority", js_priority},
+      {"stats", js_stats},       {"listen", js_listen},
+      {"state", js_state},       {"setState", js_set_state},
+  };
+  for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+    napi_value f;
+    CHECK(napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].fn, NULL, &f));
+    CHECK(napi_set_named_property(env, exports, fns[i].name, f));
+  }
+  return exports;
+}
