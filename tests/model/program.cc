@@ -28,20 +28,24 @@ struct Gen {
   Action make(int depth, bool top) {
     Action x;
     x.id = next_id++;
-    // Top level: the embedder's operations plus loop control.
-    unsigned nops = top ? kOpCount : kSetActive;
-    unsigned r = in.pick(top ? 40 : 28);
-    // Weights: post and loop control more often.
-    if (top && r >= 28) {
-      static const Op loopops[] = {kStep, kStep, kRunIdle, kRunIdle, kAdvance,
-                                   kAdvance, kSetActive, kSetActive, kNewGlobal,
-                                   kPost, kPost, kPost};
-      x.op = loopops[r - 28];
-    } else if (r < 6) {
-      x.op = kPost;
-    } else {
-      x.op = (Op)((r - 6) % nops);
-      if (x.op >= kSetActive) x.op = kPost;
+    // Weights per op (kOpCount entries); loop control only at top level.
+    static const unsigned kWeight[kOpCount] = {
+        5 /*post*/,      3 /*yield*/,     2 /*abort*/,    4 /*setPriority*/,
+        2 /*newTC*/,     1 /*newAC*/,     3 /*any*/,      1 /*timeout*/,
+        1 /*abortNew*/,  4 /*addListener*/, 1 /*removeListener*/,
+        1 /*setHandler*/, 2 /*queueTask*/, 1 /*timer*/,   2 /*microtask*/,
+        1 /*chain*/,     1 /*info*/,      2 /*setActive*/, 1 /*newGlobal*/,
+        3 /*step*/,      3 /*runIdle*/,   3 /*advance*/};
+    unsigned n = top ? kOpCount : kSetActive, total = 0;
+    for (unsigned i = 0; i < n; i++) total += kWeight[i];
+    unsigned r = (in.next() << 8 | in.next()) % total;
+    x.op = kPost;
+    for (unsigned i = 0; i < n; i++) {
+      if (r < kWeight[i]) {
+        x.op = (Op)i;
+        break;
+      }
+      r -= kWeight[i];
     }
     x.a = (int)in.next();
     x.b = (int)in.next();
@@ -115,6 +119,11 @@ struct Interp : std::enable_shared_from_this<Interp> {
   std::vector<int> task_controllers;  // indices of TaskControllers
 
   void trace(const std::string &s) { res.trace.push_back(s); }
+  // A signal index: half the time one of the four newest.
+  int sig_of(int v) const {
+    if (v % 2) return signals - 1 - (v / 2) % (signals < 4 ? signals : 4);
+    return (v / 2) % signals;
+  }
   std::string rc(int r) { return r < 0 ? api->err(r) : std::to_string(r); }
 
   Val ret_of(const Action &x, int tid) {
@@ -240,10 +249,10 @@ struct Interp : std::enable_shared_from_this<Interp> {
       case kAny: {
         std::vector<int> srcs;
         if (signals)
-          for (int v : x.list) srcs.push_back(v % signals);
+          for (int v : x.list) srcs.push_back(sig_of(v));
         bool task = x.a % 3 != 0;
         int prio = x.b % 3;
-        int psrc = (task && signals && x.c % 3 == 0) ? x.c % signals : -1;
+        int psrc = (task && signals && x.c % 2 == 0) ? sig_of(x.c / 2) : -1;
         int s = api->signal_any(task, srcs, prio, psrc);
         std::string l;
         for (int v : srcs) l += std::to_string(v) + ",";
@@ -271,7 +280,7 @@ struct Interp : std::enable_shared_from_this<Interp> {
       case kAddListener:
       case kSetHandler: {
         if (!signals) break;
-        int s = x.a % signals;
+        int s = sig_of(x.a);
         int type = x.b % 2;
         const Action *px = &x;
         std::string l = "L" + std::to_string(x.id);
