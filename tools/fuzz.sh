@@ -49,11 +49,18 @@ if [ "$chaos" != 0 ]; then
   PTS_CHAOS_OPS=$chaos "$bin/tests/chaos/chaos_test" || rc=1
 fi
 if [ "$lf" != 0 ]; then
-  bazel build --disk_cache="$disk" --noshow_progress --config=libfuzzer \
-    //tests/model:fuzz_libfuzzer || exit 1
-  bin=$(bazel info --disk_cache="$disk" --config=libfuzzer bazel-bin 2>/dev/null)
+  # clang with coverage instrumentation everywhere and ASan, in an output
+  # base of its own (changing the C compiler would reconfigure the main one).
+  lfbase=${PTS_LIBFUZZER_BASE:-$HOME/.cache/ptsched/libfuzzer-base}
+  lflags=(--noshow_progress --action_env=CC=clang --action_env=CXX=clang++
+    --define=ptsched_allocator=system
+    --copt=-fsanitize=fuzzer-no-link,address --linkopt=-fsanitize=address
+    --copt=-Wno-unused-command-line-argument --copt=-O1)
+  bazel --output_base="$lfbase" build "${lflags[@]}" //tests/model:fuzz_libfuzzer || exit 1
+  bin=$(bazel --output_base="$lfbase" info "${lflags[@]}" bazel-bin 2>/dev/null)
   corpus=$(mktemp -d)
   "$bin/tests/model/fuzz_libfuzzer" -max_total_time="$lf" -max_len=2048 "$corpus" || rc=1
   rm -rf "$corpus"
+  bazel --output_base="$lfbase" shutdown
 fi
 exit $rc
