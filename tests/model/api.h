@@ -19,8 +19,8 @@
 namespace ptsfuzz {
 
 struct Val {
-  enum Kind { U, I, E } k = U;
-  int64_t i = 0;
+  enum Kind { U, I, E, P } k = U;
+  int64_t i = 0;  // kind I: the integer; kind P: the promise's index
   std::string code;  // kind E: "EABORT", "ETIMEDOUT", "EERROR", ...
   static Val Undef() { return Val(); }
   static Val Int(int64_t v) {
@@ -35,10 +35,17 @@ struct Val {
     r.code = c;
     return r;
   }
+  static Val Promise(int index) {
+    Val r;
+    r.k = P;
+    r.i = index;
+    return r;
+  }
   std::string str() const {
     switch (k) {
       case U: return "undefined";
       case I: return std::to_string(i);
+      case P: return "promise#" + std::to_string(i);
       default: return code;
     }
   }
@@ -61,6 +68,7 @@ struct Ev {
 
 using TaskFn = std::function<Val()>;
 using VoidFn = std::function<void()>;
+using StatusFn = std::function<void(int status)>;  // 0 or an error code
 using ReactFn = std::function<Val(const Val &)>;
 using ListenFn = std::function<void(const Ev &)>;
 
@@ -96,6 +104,11 @@ class Api {
   virtual int post_task(int g, int prio, int sig, int64_t delay_ms,
                         const TaskFn &fn) = 0;
   virtual int yield(int g, int sig, int prio) = 0;
+  // The direct-callback forms: fn(0) runs as the task / continuation, or
+  // fn(error) when it never will (the error is named by err()).
+  virtual int post_direct(int g, int prio, int sig, int64_t delay_ms,
+                          const StatusFn &fn) = 0;
+  virtual int yield_direct(int g, int sig, int prio, const StatusFn &fn) = 0;
   virtual int then(int p, const ReactFn &on_ok, const ReactFn &on_err) = 0;
   virtual int promise_new() = 0;
   virtual int promise_resolve(int p, const Val &v) = 0;

@@ -44,7 +44,8 @@ TEST(Fuzz, DifferentialAgainstModel) {
   static const char *const kKind[] = {
       " run",  " fulfilled", " rejected EABORT", " rejected ETIMEDOUT",
       " rejected EERROR", " rejected ", " resumed", " abort S", " pc S",
-      "-> ENOTALLOWED", "-> ETYPE", "-> ENOTFOUND", "yield", ".2 "};
+      "-> ENOTALLOWED", "-> ETYPE", "-> ENOTFOUND", "yield", ".2 ",
+      " status EABORT", " fulfilled 10", "postCb", "yieldCb"};
   constexpr size_t kKinds = sizeof kKind / sizeof kKind[0];
   uint64_t seen[kKinds] = {0};
   auto t0 = std::chrono::steady_clock::now();

@@ -9,8 +9,9 @@ extern "C" int pts__loop_step(pts_loop *loop);
 
 namespace ptsfuzz {
 
-pts_value ToPts(const Val &v) {
+pts_value LibBackend::to_pts(const Val &v) {
   switch (v.k) {
+    case Val::P: return pts_promise_value(promises_.at((size_t)v.i));
     case Val::I: return pts_int(v.i);
     case Val::E: {
       int code = PTS_EERROR;
@@ -37,12 +38,22 @@ Val FromPts(pts_value v) {
 
 namespace {
 
+struct TaskData {
+  LibBackend *b;
+  TaskFn fn;
+};
 pts_value TaskTrampoline(void *data, int status) {
-  auto *f = static_cast<TaskFn *>(data);
+  auto *f = static_cast<TaskData *>(data);
   pts_value r = pts_undefined();
-  if (status == 0) r = ToPts((*f)());
+  if (status == 0) r = f->b->to_pts(f->fn());
   delete f;
   return r;
+}
+
+void StatusTrampoline(void *data, int status) {
+  auto *f = static_cast<StatusFn *>(data);
+  (*f)(status);
+  delete f;
 }
 
 void VoidTrampoline(void *data, int status) {
@@ -52,15 +63,16 @@ void VoidTrampoline(void *data, int status) {
 }
 
 struct Reactions {
+  LibBackend *b;
   ReactFn ok, err;
 };
 pts_value OnOk(void *d, pts_value v) {
   auto *r = static_cast<Reactions *>(d);
-  return ToPts(r->ok(FromPts(v)));
+  return r->b->to_pts(r->ok(FromPts(v)));
 }
 pts_value OnErr(void *d, pts_value v) {
   auto *r = static_cast<Reactions *>(d);
-  return ToPts(r->err(FromPts(v)));
+  return r->b->to_pts(r->err(FromPts(v)));
 }
 void DeleteReactions(void *d) { delete static_cast<Reactions *>(d); }
 
@@ -139,7 +151,7 @@ int LibBackend::controller_signal(int c) {
 
 int LibBackend::abort(int c, const Val *reason) {
   if (!reason) return pts_controller_abort(controllers_.at(c), NULL);
-  pts_value v = ToPts(*reason);
+  pts_value v = to_pts(*reason);
   int rc = pts_controller_abort(controllers_.at(c), &v);
   pts_value_release(v);
   return rc;
@@ -180,7 +192,7 @@ int LibBackend::signal_abort_new(const Val *reason) {
   if (!reason) {
     rc = pts_signal_abort_new(loop_, NULL, &out);
   } else {
-    pts_value v = ToPts(*reason);
+    pts_value v = to_pts(*reason);
     rc = pts_signal_abort_new(loop_, &v, &out);
     pts_value_release(v);
   }
@@ -231,7 +243,7 @@ int LibBackend::post_task(int g, int prio, int sig, int64_t delay_ms,
   o.signal = sig >= 0 ? signals_.at(sig) : NULL;
   o.delay_ms = delay_ms;
   pts_promise *p;
-  auto *f = new TaskFn(fn);
+  auto *f = new TaskData{this, fn};
   int rc = pts_scheduler_post_task(pts_global_scheduler(globals_.at(g)),
                                    TaskTrampoline, f, &o, &p);
   if (rc) {
@@ -254,8 +266,33 @@ int LibBackend::yield(int g, int sig, int prio) {
   return (int)promises_.size() - 1;
 }
 
+int LibBackend::post_direct(int g, int prio, int sig, int64_t delay_ms,
+                            const StatusFn &fn) {
+  pts_post_options o = PTS_POST_OPTIONS_INIT;
+  o.priority = prio;
+  o.signal = sig >= 0 ? signals_.at(sig) : NULL;
+  o.delay_ms = delay_ms;
+  auto *f = new StatusFn(fn);
+  int rc = pts_scheduler_post(pts_global_scheduler(globals_.at(g)),
+                              StatusTrampoline, f, &o);
+  if (rc) delete f;
+  return rc;
+}
+
+int LibBackend::yield_direct(int g, int sig, int prio, const StatusFn &fn) {
+  pts_yield_options o = PTS_YIELD_OPTIONS_INIT;
+  o.signal = sig >= 0 ? signals_.at(sig) : NULL;
+  o.signal_inherit = sig == kSigInherit;
+  o.priority = prio == kPrioInherit ? PTS_PRIORITY_INHERIT : prio;
+  auto *f = new StatusFn(fn);
+  int rc = pts_scheduler_yield_cb(pts_global_scheduler(globals_.at(g)), &o,
+                                  StatusTrampoline, f);
+  if (rc) delete f;
+  return rc;
+}
+
 int LibBackend::then(int p, const ReactFn &on_ok, const ReactFn &on_err) {
-  auto *r = new Reactions{on_ok, on_err};
+  auto *r = new Reactions{this, on_ok, on_err};
   pts_promise *out;
   int rc = pts_promise_then(promises_.at(p), on_ok ? OnOk : NULL,
                             on_err ? OnErr : NULL, r, DeleteReactions, &out);
@@ -273,7 +310,7 @@ int LibBackend::promise_new() {
 }
 
 int LibBackend::promise_resolve(int p, const Val &v) {
-  return pts_promise_resolve(promises_.at(p), ToPts(v));
+  return pts_promise_resolve(promises_.at(p), to_pts(v));
 }
 
 int LibBackend::queue_task(int g, int source, const VoidFn &fn) {

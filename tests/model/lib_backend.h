@@ -39,6 +39,9 @@ class LibBackend : public Api {
   int post_task(int g, int prio, int sig, int64_t delay_ms,
                 const TaskFn &fn) override;
   int yield(int g, int sig, int prio) override;
+  int post_direct(int g, int prio, int sig, int64_t delay_ms,
+                  const StatusFn &fn) override;
+  int yield_direct(int g, int sig, int prio, const StatusFn &fn) override;
   int then(int p, const ReactFn &on_ok, const ReactFn &on_err) override;
   int promise_new() override;
   int promise_resolve(int p, const Val &v) override;
@@ -52,6 +55,8 @@ class LibBackend : public Api {
 
   pts_loop *loop() { return loop_; }
   int signal_index(const pts_signal *s);
+  // A value for the library: kind P becomes a new reference to the promise.
+  pts_value to_pts(const Val &v);
 
   struct ListenerData {
     LibBackend *b;
@@ -69,8 +74,7 @@ class LibBackend : public Api {
   std::map<int, std::unique_ptr<ListenerData>> handlers_;   // by lid
 };
 
-// Value conversions shared by the adapters.
-pts_value ToPts(const Val &v);
+// Values back from the library (promises never come back here).
 Val FromPts(pts_value v);
 
 }  // namespace ptsfuzz

@@ -25,6 +25,7 @@ std::string Model::err(int rc) {
     case kENOTFOUND: return "ENOTFOUND";
     case kENOTALLOWED: return "ENOTALLOWED";
     case kETYPE: return "ETYPE";
+    case kEABORT: return "EABORT";
     default: return "E?" + std::to_string(rc);
   }
 }
@@ -83,11 +84,49 @@ Promise *Model::new_promise() {
   return p;
 }
 
-// The promise's resolve function (no thenables: values here never are).
+// The promise's resolve function. A promise value is adopted through a
+// NewPromiseResolveThenableJob: one job later its then() is called with a
+// fresh pair of resolving functions.
 void Model::resolve(Promise *p, const Val &v) {
   if (p->already_resolved) return;
   p->already_resolved = true;
-  settle(p, v.k != Val::E, v);
+  if (v.k != Val::P) {
+    settle(p, v.k != Val::E, v);
+    return;
+  }
+  Promise *thenable = promises_[v.i];
+  if (thenable == p) {  // self resolution: a TypeError
+    settle(p, false, Val::Err("ETYPE"));
+    return;
+  }
+  queue_job(
+      [this, p, thenable] {
+        auto done = std::make_shared<bool>(false);  // the fresh pair's record
+        then_internal(
+            thenable,
+            [this, p, done](const Val &x) {
+              if (!*done) {
+                *done = true;
+                settle(p, true, x);
+              }
+              return Val::Undef();
+            },
+            [this, p, done](const Val &x) {
+              if (!*done) {
+                *done = true;
+                settle(p, false, x);
+              }
+              return Val::Undef();
+            },
+            new_hidden_promise());
+      },
+      current_state_);
+}
+
+// A promise the API never sees (then()'s derived promise inside a job).
+Promise *Model::new_hidden_promise() {
+  own_promises_.emplace_back(new Promise);
+  return own_promises_.back().get();
 }
 
 // The promise's reject function.
@@ -476,15 +515,24 @@ Queue *Model::create_queue(int prio, bool cont, VoidFn removal) {
   return q;
 }
 
-// spec: create a task handle (its abort steps are added by the caller; the
-// task complete steps are written out in schedule_task_invoke).
-Handle *Model::create_handle(Promise *result, Signal *signal) {
+// spec: create a task handle (its abort steps are added here; the task
+// complete steps are written out in schedule_task_invoke). For the direct
+// callback forms, "reject result" becomes "call the callback with
+// PTS_EABORT" (at once, once).
+Handle *Model::create_handle(Outcome *out, Signal *signal) {
   own_handles_.emplace_back(new Handle);
   Handle *h = own_handles_.back().get();
+  h->signal = signal;
   if (signal != nullptr) {
-    h->abort_algo_id = add_algorithm(signal, [this, h, result, signal] {
+    h->abort_algo_id = add_algorithm(signal, [this, h, out, signal] {
       // abort steps
-      reject(result, signal->reason);
+      if (out->result) {
+        reject(out->result, signal->reason);
+      } else if (!out->called) {
+        out->called = true;
+        StatusFn fn = out->direct;
+        invoke([&] { fn(kEABORT); });
+      }
       // DESIGN.md: aborting a delayed task removes its timer (the spec lets
       // it run and find the signal aborted; only the virtual clock's stops
       // in pts_loop_advance can tell the difference).
@@ -549,9 +597,10 @@ void Model::schedule_task_invoke(Scheduler *s, Handle *h, VoidFn steps) {
   h->task = t;
 }
 
-// spec: schedule a postTask task
-int Model::post_task(int gi, int prio, int si, int64_t delay_ms,
-                     const TaskFn &callback) {
+// spec: schedule a postTask task. run(state) is the task's steps between
+// setting and clearing the current scheduling state.
+int Model::schedule_post(int gi, int prio, int si, int64_t delay_ms,
+                         Outcome *out, std::function<void(State *)> run) {
   // WebIDL conversions (docs/api.md): unknown priority or delay out of range.
   if (gi < 0 || gi >= (int)globals_.size()) return kEINVAL;
   if (prio != ptsfuzz::kPrioUnset && (prio < 0 || prio > 2)) return kETYPE;
@@ -562,24 +611,20 @@ int Model::post_task(int gi, int prio, int si, int64_t delay_ms,
     sigopt = signals_[si];
   }
   Scheduler *scheduler = &globals_[gi]->scheduler;
-  Promise *result = new_promise();                             // 1.
-  State *state = compute_state(false, sigopt, false, prio);    // 2.
-  Signal *signal = state->abort_source;                        // 3.
-  if (signal != nullptr && signal->aborted) {                  // 4.
-    reject(result, signal->reason);
-    return result->index;
+  if (!out->direct) out->result = new_promise();           // 1.
+  State *state = compute_state(false, sigopt, false, prio);  // 2.
+  Signal *signal = state->abort_source;                      // 3.
+  if (signal != nullptr && signal->aborted) {                // 4.
+    if (!out->result) return kEABORT;  // docs/decisions.md: direct form fails
+    reject(out->result, signal->reason);
+    return out->result->index;
   }
-  Handle *h = create_handle(result, signal);  // 5-6.
-  h->signal = signal;
-  auto enqueue_steps = [this, scheduler, h, state, callback, result] {  // 7.
+  Handle *h = create_handle(out, signal);  // 5-6.
+  auto enqueue_steps = [this, scheduler, h, state, run] {  // 7.
     h->queue = select_queue(scheduler, state->priority_source, false);
-    schedule_task_invoke(scheduler, h, [this, state, callback, result] {
+    schedule_task_invoke(scheduler, h, [this, state, run] {
       current_state_ = state;
-      Val r = invoke([&] { return callback(); });
-      if (r.k == Val::E)
-        reject(result, r);
-      else
-        resolve(result, r);
+      run(state);
       current_state_ = nullptr;
     });
   };
@@ -593,11 +638,38 @@ int Model::post_task(int gi, int prio, int si, int64_t delay_ms,
   } else {
     enqueue_steps();  // 10.
   }
-  return result->index;  // 11.
+  return out->result ? out->result->index : 0;  // 11.
+}
+
+int Model::post_task(int gi, int prio, int si, int64_t delay_ms,
+                     const TaskFn &callback) {
+  own_outcomes_.emplace_back(new Outcome);
+  Outcome *out = own_outcomes_.back().get();
+  return schedule_post(gi, prio, si, delay_ms, out, [this, out, callback](State *) {
+    Promise *result = out->result;
+    Val r = invoke([&] { return callback(); });
+    if (r.k == Val::E)
+      reject(result, r);
+    else
+      resolve(result, r);
+  });
+}
+
+int Model::post_direct(int gi, int prio, int si, int64_t delay_ms,
+                       const StatusFn &fn) {
+  own_outcomes_.emplace_back(new Outcome);
+  Outcome *out = own_outcomes_.back().get();
+  out->direct = fn;
+  return schedule_post(gi, prio, si, delay_ms, out, [this, out](State *) {
+    if (out->called) return;  // aborted before: never a second call
+    out->called = true;
+    StatusFn f = out->direct;
+    invoke([&] { f(0); });
+  });
 }
 
 // spec: schedule a yield continuation
-int Model::yield(int gi, int si, int prio) {
+int Model::schedule_yield(int gi, int si, int prio, Outcome *out, bool direct) {
   if (gi < 0 || gi >= (int)globals_.size()) return kEINVAL;
   if (prio != ptsfuzz::kPrioUnset && prio != ptsfuzz::kPrioInherit &&
       (prio < 0 || prio > 2))
@@ -608,7 +680,7 @@ int Model::yield(int gi, int si, int prio) {
     sig = signals_[si];
   }
   Scheduler *scheduler = &globals_[gi]->scheduler;
-  Promise *result = new_promise();  // 1.
+  if (!direct) out->result = new_promise();  // 1.
   bool abort_given = si != ptsfuzz::kSigNone;
   bool prio_given = prio != ptsfuzz::kPrioUnset;
   bool abort_inherit = si == ptsfuzz::kSigInherit;
@@ -623,15 +695,39 @@ int Model::yield(int gi, int si, int prio) {
                                prio_inherit ? -1 : prio);  // 6.
   Signal *signal = state->abort_source;                    // 7.
   if (signal != nullptr && signal->aborted) {              // 8.
-    reject(result, signal->reason);
-    return result->index;
+    if (direct) return kEABORT;
+    reject(out->result, signal->reason);
+    return out->result->index;
   }
-  Handle *h = create_handle(result, signal);  // 9-10.
-  h->signal = signal;
+  Handle *h = create_handle(out, signal);  // 9-10.
   h->queue = select_queue(scheduler, state->priority_source, true);  // 11.
-  schedule_task_invoke(scheduler, h,
-                       [this, result] { resolve(result, Val::Undef()); });
-  return result->index;
+  schedule_task_invoke(scheduler, h, [this, out, state] {
+    if (out->result) {
+      resolve(out->result, Val::Undef());  // spec: resolve result
+      return;
+    }
+    // Direct form (scheduler.h): the callback runs as the continuation with
+    // the computed state current, so a yield inside it inherits again.
+    if (out->called) return;
+    out->called = true;
+    StatusFn f = out->direct;
+    current_state_ = state;
+    invoke([&] { f(0); });
+    current_state_ = nullptr;
+  });
+  return out->result ? out->result->index : 0;
+}
+
+int Model::yield(int gi, int si, int prio) {
+  own_outcomes_.emplace_back(new Outcome);
+  return schedule_yield(gi, si, prio, own_outcomes_.back().get(), false);
+}
+
+int Model::yield_direct(int gi, int si, int prio, const StatusFn &fn) {
+  own_outcomes_.emplace_back(new Outcome);
+  Outcome *out = own_outcomes_.back().get();
+  out->direct = fn;
+  return schedule_yield(gi, si, prio, out, true);
 }
 
 std::vector<Queue *> Model::runnable_queues(Scheduler *s) {

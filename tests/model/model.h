@@ -27,6 +27,7 @@ namespace ptsmodel {
 using ptsfuzz::Ev;
 using ptsfuzz::ListenFn;
 using ptsfuzz::ReactFn;
+using ptsfuzz::StatusFn;
 using ptsfuzz::TaskFn;
 using ptsfuzz::Val;
 using ptsfuzz::VoidFn;
@@ -192,6 +193,9 @@ class Model : public ptsfuzz::Api {
   int post_task(int g, int prio, int sig, int64_t delay_ms,
                 const TaskFn &fn) override;
   int yield(int g, int sig, int prio) override;
+  int post_direct(int g, int prio, int sig, int64_t delay_ms,
+                  const StatusFn &fn) override;
+  int yield_direct(int g, int sig, int prio, const StatusFn &fn) override;
   int then(int p, const ReactFn &on_ok, const ReactFn &on_err) override;
   int promise_new() override;
   int promise_resolve(int p, const Val &v) override;
@@ -205,7 +209,13 @@ class Model : public ptsfuzz::Api {
 
  private:
   // Errors (negative), named by err().
-  enum { kEINVAL = -1, kENOTFOUND = -2, kENOTALLOWED = -3, kETYPE = -4 };
+  enum {
+    kEINVAL = -1,
+    kENOTFOUND = -2,
+    kENOTALLOWED = -3,
+    kETYPE = -4,
+    kEABORT = -5
+  };
 
   // ---- script and microtasks (HTML) ----
   template <class F>
@@ -215,6 +225,7 @@ class Model : public ptsfuzz::Api {
 
   // ---- promises (ECMA-262) ----
   Promise *new_promise();
+  Promise *new_hidden_promise();
   void resolve(Promise *p, const Val &v);
   void reject(Promise *p, const Val &v);
   void settle(Promise *p, bool ok, const Val &v);
@@ -241,7 +252,18 @@ class Model : public ptsfuzz::Api {
   State *compute_state(bool sig_inherit, Signal *sig, bool prio_inherit,
                        int prio);
   Queue *create_queue(int prio, bool cont, VoidFn removal);
-  Handle *create_handle(Promise *result, Signal *signal);
+  // A task's outcome: the promise of the spec, or (direct-callback forms of
+  // the C API) a callback told once whether it runs or is aborted.
+  struct Outcome {
+    Promise *result = nullptr;
+    StatusFn direct;
+    bool called = false;
+  };
+  Handle *create_handle(Outcome *out, Signal *signal);
+  int schedule_post(int gi, int prio, int si, int64_t delay_ms, Outcome *out,
+                    std::function<void(State *)> run);
+  int schedule_yield(int gi, int si, int prio, Outcome *out, bool direct);
+  std::vector<std::unique_ptr<Outcome>> own_outcomes_;
   Queue *select_queue(Scheduler *s, Signal *sig, bool cont);
   void schedule_task_invoke(Scheduler *s, Handle *h, VoidFn steps);
   std::vector<Queue *> runnable_queues(Scheduler *s);

@@ -34,7 +34,8 @@ struct Gen {
         2 /*newTC*/,     1 /*newAC*/,     3 /*any*/,      1 /*timeout*/,
         1 /*abortNew*/,  4 /*addListener*/, 1 /*removeListener*/,
         1 /*setHandler*/, 2 /*queueTask*/, 1 /*timer*/,   2 /*microtask*/,
-        1 /*chain*/,     1 /*info*/,      2 /*setActive*/, 1 /*newGlobal*/,
+        1 /*chain*/,     1 /*info*/,      3 /*postCb*/,   2 /*yieldCb*/,
+        2 /*setActive*/, 1 /*newGlobal*/,
         3 /*step*/,      3 /*runIdle*/,   3 /*advance*/};
     unsigned n = top ? kOpCount : kSetActive, total = 0;
     for (unsigned i = 0; i < n; i++) total += kWeight[i];
@@ -51,10 +52,12 @@ struct Gen {
     x.b = (int)in.next();
     x.c = (int)in.next();
     x.d = (int)in.next();
-    x.ret = (int)in.pick(3);
+    x.ret = (int)in.pick(4);
     switch (x.op) {
       case kPost:
       case kYield:
+      case kPostCb:
+      case kYieldCb:
       case kQueueTask:
       case kTimer:
       case kMicrotask:
@@ -90,7 +93,7 @@ void List(const Action &x, int depth, std::ostringstream &o) {
       "post", "yield", "abort", "setPriority", "newTaskController",
       "newAbortController", "any", "timeout", "abortNew", "addListener",
       "removeListener", "setHandler", "queueTask", "timer", "microtask",
-      "chain", "info", "setActive", "newGlobal", "step", "runIdle", "advance"};
+      "chain", "info", "postCb", "yieldCb", "setActive", "newGlobal", "step", "runIdle", "advance"};
   o << std::string(depth * 2, ' ') << "#" << x.id << " " << names[x.op]
     << " a=" << x.a << " b=" << x.b << " c=" << x.c << " d=" << x.d
     << " ret=" << x.ret;
@@ -129,6 +132,13 @@ struct Interp : std::enable_shared_from_this<Interp> {
   Val ret_of(const Action &x, int tid) {
     if (x.ret == 1) return Val::Int(tid);
     if (x.ret == 2) return Val::Err("EERROR");
+    if (x.ret == 3) {
+      // A promise, fulfilled now: the result adopts it (two ticks later).
+      int q = api->promise_new();
+      if (q < 0) return Val::Undef();
+      api->promise_resolve(q, Val::Int(1000 + tid));
+      return Val::Promise(q);
+    }
     return Val::Undef();
   }
 
@@ -178,6 +188,49 @@ struct Interp : std::enable_shared_from_this<Interp> {
                 return Val::Undef();
               });
         }
+        break;
+      }
+      case kPostCb: {
+        int g = x.a % globals;
+        int prio = prio_of(x.b);
+        int sig = (x.c % 3 == 0 || signals == 0) ? -1 : x.c % signals;
+        int64_t delay = x.d % 4 == 0 ? (x.d / 4) % 4 : 0;
+        int tid = ++tasks;
+        const Action *px = &x;
+        std::string t = "T" + std::to_string(tid);
+        int r = api->post_direct(g, prio, sig, delay, [self, px, t](int st) {
+          if (st != 0) {
+            self->trace(t + " status " + self->api->err(st));
+            return;
+          }
+          self->trace(t + " run");
+          self->body(px->body, false);
+        });
+        trace(tag + "postCb " + t + " g" + std::to_string(g) + " p" +
+              std::to_string(prio) + " s" + std::to_string(sig) + " d" +
+              std::to_string(delay) + " -> " + rc(r));
+        break;
+      }
+      case kYieldCb: {
+        int g = x.a % globals;
+        int sig = x.c % 4 == 0   ? kSigNone
+                  : x.c % 4 == 1 ? kSigInherit
+                  : signals      ? x.c % signals
+                                 : kSigNone;
+        int prio = x.b % 5 == 3 ? kPrioInherit : prio_of(x.b);
+        std::string y = "Y" + std::to_string(++yields);
+        const Action *px = &x;
+        int r = api->yield_direct(g, sig, prio, [self, px, y](int st) {
+          if (st != 0) {
+            self->trace(y + " status " + self->api->err(st));
+            return;
+          }
+          self->trace(y + " resumed");
+          self->body(px->body, false);
+        });
+        trace(tag + "yieldCb " + y + " g" + std::to_string(g) + " s" +
+              std::to_string(sig) + " p" + std::to_string(prio) + " -> " +
+              rc(r));
         break;
       }
       case kYield: {

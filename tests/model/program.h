@@ -39,6 +39,8 @@ enum Op {
   kMicrotask,   // queueMicrotask(body)
   kChain,       // issue 18's shape: d resolved, d.then(a), a: d.then(b), ...
   kInfo,        // trace a signal's state
+  kPostCb,      // pts_scheduler_post: the direct-callback form of postTask
+  kYieldCb,     // pts_scheduler_yield_cb: the direct-callback form of yield
   kSetActive,   // top level only
   kNewGlobal,   // top level only
   kStep,        // top level only: one loop iteration
@@ -54,7 +56,7 @@ struct Action {
   std::vector<int> list;
   int id = 0;  // unique per node: listener identity, trace names
   std::vector<Action> body;
-  int ret = 0;  // body's return: 0 undefined, 1 int(id), 2 error
+  int ret = 0;  // body's return: 0 undefined, 1 int, 2 error, 3 a promise
 };
 
 struct Program {
