@@ -173,3 +173,37 @@ TEST(Issue18, MicrotaskAbortingOwnSignalFlipsTheOutcome) {
 }
 
 }  // namespace
+
+namespace {
+
+// Found by the long fuzz (seed 123272 of the generator of 08:20): a
+// TaskSignal.any made by a prioritychange listener while a priority change
+// propagates, from a dependent not yet updated. The spec's step 7 ("for each
+// dependent of signal's dependent signals") does not say whether a dependent
+// added during the loop is visited; the library visits it (its priority ends
+// equal to its source's), and the model now reads the set live too.
+std::string DependentMadeDuringPriorityChange(ptsfuzz::Api *api) {
+  int c = api->controller_new(true, 2);
+  int s0 = api->controller_signal(c);
+  int s1 = api->signal_any(true, {}, 1, s0);  // source: s0
+  int s2 = api->signal_any(true, {}, 1, s1);  // source: s0 (s1 is dependent)
+  int s3 = -1;
+  api->add_listener(s1, ptsfuzz::kEvPriorityChange, 1, false,
+                    [&](const ptsfuzz::Ev &) {
+                      // s2 has not changed yet: s3 copies its old priority.
+                      s3 = api->signal_any(true, {}, 1, s2);
+                    });
+  api->set_priority(c, 1);
+  return api->signal_info(s0) + " | " + api->signal_info(s2) + " | " +
+         (s3 >= 0 ? api->signal_info(s3) : "none");
+}
+
+TEST(Findings, DependentMadeDuringAPriorityChangeEndsWithItsSourcesPriority) {
+  ptsmodel::Model m(kLibraryMode);
+  ptsfuzz::LibBackend lib;
+  std::string want = "a=0 p=1 | a=0 p=1 | a=0 p=1";
+  EXPECT_EQ(want, DependentMadeDuringPriorityChange(&lib));
+  EXPECT_EQ(want, DependentMadeDuringPriorityChange(&m));
+}
+
+}  // namespace

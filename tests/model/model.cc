@@ -397,8 +397,13 @@ int Model::signal_priority_change(Signal *s, int prio) {
   std::vector<VoidFn> algos = s->priority_change_algorithms;  // 5.
   for (VoidFn &a : algos) a();
   fire(s, Ev{ptsfuzz::kEvPriorityChange, s->index, previous});  // 6.
-  std::vector<Signal *> deps = s->priority_dependents;           // 7.
-  for (Signal *d : deps) signal_priority_change(d, prio);
+  // 7. "For each dependent of signal's dependent signals": the set is read
+  // live, so a dependent created by a listener during this loop (whose
+  // priority was copied from a signal not yet updated) is visited too and
+  // ends with its source's priority. A snapshot would leave it stale; the
+  // text does not say which (see docs/reliability.md, findings).
+  for (size_t k = 0; k < s->priority_dependents.size(); k++)
+    signal_priority_change(s->priority_dependents[k], prio);
   s->priority_changing = false;  // 8.
   return 0;
 }
