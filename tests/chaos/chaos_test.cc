@@ -13,7 +13,7 @@
 //
 // Not covered: agent migration (the API has none yet, issue 13 part 4).
 //
-// Sizes: PTS_CHAOS_OPS operations in total (default 200,000; 30,000 under
+// Sizes: PTS_CHAOS_OPS operations in total (default 200,000; 60,000 under
 // ThreadSanitizer); tools/fuzz.sh --chaos N runs a long campaign.
 #include <gtest/gtest.h>
 
@@ -50,7 +50,7 @@ bool UnderTsan() {
 uint64_t EnvOps() {
   const char *v = getenv("PTS_CHAOS_OPS");
   if (v && *v) return strtoull(v, nullptr, 10);
-  return UnderTsan() ? 30000 : 200000;
+  return UnderTsan() ? 60000 : 200000;
 }
 
 struct Xor {
