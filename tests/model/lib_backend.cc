@@ -236,12 +236,26 @@ int LibBackend::set_handler(int s, int type, int lid, const ListenFn &fn) {
                                 slot.get());
 }
 
-int LibBackend::post_task(int g, int prio, int sig, int64_t delay_ms,
-                          const TaskFn &fn) {
+pts_post_options LibBackend::post_options(int prio, int sig,
+                                          int64_t delay_ms) {
   pts_post_options o = PTS_POST_OPTIONS_INIT;
   o.priority = prio;
   o.signal = sig >= 0 ? signals_.at(sig) : NULL;
   o.delay_ms = delay_ms;
+  return o;
+}
+
+pts_yield_options LibBackend::yield_options(int sig, int prio) {
+  pts_yield_options o = PTS_YIELD_OPTIONS_INIT;
+  o.signal = sig >= 0 ? signals_.at(sig) : NULL;
+  o.signal_inherit = sig == kSigInherit;
+  o.priority = prio == kPrioInherit ? PTS_PRIORITY_INHERIT : prio;
+  return o;
+}
+
+int LibBackend::post_task(int g, int prio, int sig, int64_t delay_ms,
+                          const TaskFn &fn) {
+  pts_post_options o = post_options(prio, sig, delay_ms);
   pts_promise *p;
   auto *f = new TaskData{this, fn};
   int rc = pts_scheduler_post_task(pts_global_scheduler(globals_.at(g)),
@@ -255,10 +269,7 @@ int LibBackend::post_task(int g, int prio, int sig, int64_t delay_ms,
 }
 
 int LibBackend::yield(int g, int sig, int prio) {
-  pts_yield_options o = PTS_YIELD_OPTIONS_INIT;
-  o.signal = sig >= 0 ? signals_.at(sig) : NULL;
-  o.signal_inherit = sig == kSigInherit;
-  o.priority = prio == kPrioInherit ? PTS_PRIORITY_INHERIT : prio;
+  pts_yield_options o = yield_options(sig, prio);
   pts_promise *p;
   int rc = pts_scheduler_yield(pts_global_scheduler(globals_.at(g)), &o, &p);
   if (rc) return rc;
@@ -268,10 +279,7 @@ int LibBackend::yield(int g, int sig, int prio) {
 
 int LibBackend::post_direct(int g, int prio, int sig, int64_t delay_ms,
                             const StatusFn &fn) {
-  pts_post_options o = PTS_POST_OPTIONS_INIT;
-  o.priority = prio;
-  o.signal = sig >= 0 ? signals_.at(sig) : NULL;
-  o.delay_ms = delay_ms;
+  pts_post_options o = post_options(prio, sig, delay_ms);
   auto *f = new StatusFn(fn);
   int rc = pts_scheduler_post(pts_global_scheduler(globals_.at(g)),
                               StatusTrampoline, f, &o);
@@ -280,10 +288,7 @@ int LibBackend::post_direct(int g, int prio, int sig, int64_t delay_ms,
 }
 
 int LibBackend::yield_direct(int g, int sig, int prio, const StatusFn &fn) {
-  pts_yield_options o = PTS_YIELD_OPTIONS_INIT;
-  o.signal = sig >= 0 ? signals_.at(sig) : NULL;
-  o.signal_inherit = sig == kSigInherit;
-  o.priority = prio == kPrioInherit ? PTS_PRIORITY_INHERIT : prio;
+  pts_yield_options o = yield_options(sig, prio);
   auto *f = new StatusFn(fn);
   int rc = pts_scheduler_yield_cb(pts_global_scheduler(globals_.at(g)), &o,
                                   StatusTrampoline, f);

@@ -65,6 +65,8 @@ class LibBackend : public Api {
 
  private:
   int add_signal(pts_signal *s);  // takes over the reference
+  pts_post_options post_options(int prio, int sig, int64_t delay_ms);
+  pts_yield_options yield_options(int sig, int prio);
   pts_loop *loop_ = nullptr;
   std::vector<pts_global *> globals_;
   std::vector<pts_controller *> controllers_;

@@ -154,6 +154,36 @@ struct Interp : std::enable_shared_from_this<Interp> {
     return 5;  // invalid: TypeError
   }
 
+  // The options of a post and of a yield, from an action's fields.
+  struct PostArgs {
+    int g, prio, sig;
+    int64_t delay;
+    std::string str() const {
+      return " g" + std::to_string(g) + " p" + std::to_string(prio) + " s" +
+             std::to_string(sig) + " d" + std::to_string(delay);
+    }
+  };
+  PostArgs post_args(const Action &x) const {
+    return PostArgs{x.a % globals, prio_of(x.b),
+                    (x.c % 3 == 0 || signals == 0) ? -1 : x.c % signals,
+                    x.d % 4 == 0 ? (x.d / 4) % 4 : 0};
+  }
+  struct YieldArgs {
+    int g, sig, prio;
+    std::string str() const {
+      return " g" + std::to_string(g) + " s" + std::to_string(sig) + " p" +
+             std::to_string(prio);
+    }
+  };
+  YieldArgs yield_args(const Action &x) const {
+    int sig = x.c % 4 == 0   ? kSigNone
+              : x.c % 4 == 1 ? kSigInherit
+              : signals      ? x.c % signals
+                             : kSigNone;
+    return YieldArgs{x.a % globals, sig,
+                     x.b % 5 == 3 ? kPrioInherit : prio_of(x.b)};
+  }
+
   void exec(const Action &x, bool top) {
     if (res.ops >= max_ops) return;
     res.ops++;
@@ -161,20 +191,16 @@ struct Interp : std::enable_shared_from_this<Interp> {
     std::string tag = "#" + std::to_string(x.id) + " ";
     switch (x.op) {
       case kPost: {
-        int g = x.a % globals;
-        int prio = prio_of(x.b);
-        int sig = (x.c % 3 == 0 || signals == 0) ? -1 : x.c % signals;
-        int64_t delay = x.d % 4 == 0 ? (x.d / 4) % 4 : 0;
+        PostArgs pa = post_args(x);
         int tid = ++tasks;
         const Action *px = &x;
-        int p = api->post_task(g, prio, sig, delay, [self, px, tid] {
+        int p = api->post_task(pa.g, pa.prio, pa.sig, pa.delay, [self, px, tid] {
           self->trace("T" + std::to_string(tid) + " run");
           self->body(px->body, false);
           return self->ret_of(*px, tid);
         });
-        trace(tag + "post T" + std::to_string(tid) + " g" + std::to_string(g) +
-              " p" + std::to_string(prio) + " s" + std::to_string(sig) +
-              " d" + std::to_string(delay) + " -> " + (p < 0 ? rc(p) : "ok"));
+        trace(tag + "post T" + std::to_string(tid) + pa.str() + " -> " +
+              (p < 0 ? rc(p) : "ok"));
         if (p >= 0) {
           std::string t = "T" + std::to_string(tid);
           api->then(
@@ -191,14 +217,12 @@ struct Interp : std::enable_shared_from_this<Interp> {
         break;
       }
       case kPostCb: {
-        int g = x.a % globals;
-        int prio = prio_of(x.b);
-        int sig = (x.c % 3 == 0 || signals == 0) ? -1 : x.c % signals;
-        int64_t delay = x.d % 4 == 0 ? (x.d / 4) % 4 : 0;
+        PostArgs pa = post_args(x);
         int tid = ++tasks;
         const Action *px = &x;
         std::string t = "T" + std::to_string(tid);
-        int r = api->post_direct(g, prio, sig, delay, [self, px, t](int st) {
+        int r = api->post_direct(pa.g, pa.prio, pa.sig, pa.delay,
+                                 [self, px, t](int st) {
           if (st != 0) {
             self->trace(t + " status " + self->api->err(st));
             return;
@@ -206,21 +230,14 @@ struct Interp : std::enable_shared_from_this<Interp> {
           self->trace(t + " run");
           self->body(px->body, false);
         });
-        trace(tag + "postCb " + t + " g" + std::to_string(g) + " p" +
-              std::to_string(prio) + " s" + std::to_string(sig) + " d" +
-              std::to_string(delay) + " -> " + rc(r));
+        trace(tag + "postCb " + t + pa.str() + " -> " + rc(r));
         break;
       }
       case kYieldCb: {
-        int g = x.a % globals;
-        int sig = x.c % 4 == 0   ? kSigNone
-                  : x.c % 4 == 1 ? kSigInherit
-                  : signals      ? x.c % signals
-                                 : kSigNone;
-        int prio = x.b % 5 == 3 ? kPrioInherit : prio_of(x.b);
+        YieldArgs ya = yield_args(x);
         std::string y = "Y" + std::to_string(++yields);
         const Action *px = &x;
-        int r = api->yield_direct(g, sig, prio, [self, px, y](int st) {
+        int r = api->yield_direct(ya.g, ya.sig, ya.prio, [self, px, y](int st) {
           if (st != 0) {
             self->trace(y + " status " + self->api->err(st));
             return;
@@ -228,26 +245,15 @@ struct Interp : std::enable_shared_from_this<Interp> {
           self->trace(y + " resumed");
           self->body(px->body, false);
         });
-        trace(tag + "yieldCb " + y + " g" + std::to_string(g) + " s" +
-              std::to_string(sig) + " p" + std::to_string(prio) + " -> " +
-              rc(r));
+        trace(tag + "yieldCb " + y + ya.str() + " -> " + rc(r));
         break;
       }
       case kYield: {
-        int g = x.a % globals;
-        int sig;
-        switch (x.c % 4) {
-          case 0: sig = kSigNone; break;
-          case 1: sig = kSigInherit; break;
-          default: sig = signals ? x.c % signals : kSigNone; break;
-        }
-        int prio = x.b % 5 == 3 ? kPrioInherit : prio_of(x.b);
+        YieldArgs ya = yield_args(x);
         int yid = ++yields;
-        int p = api->yield(g, sig, prio);
+        int p = api->yield(ya.g, ya.sig, ya.prio);
         std::string y = "Y" + std::to_string(yid);
-        trace(tag + "yield " + y + " g" + std::to_string(g) + " s" +
-              std::to_string(sig) + " p" + std::to_string(prio) + " -> " +
-              (p < 0 ? rc(p) : "ok"));
+        trace(tag + "yield " + y + ya.str() + " -> " + (p < 0 ? rc(p) : "ok"));
         if (p >= 0) {
           const Action *px = &x;
           api->then(
