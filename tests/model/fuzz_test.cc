@@ -219,3 +219,42 @@ TEST(Findings, DependentMadeDuringAPriorityChangeEndsWithItsSourcesPriority) {
 }
 
 }  // namespace
+
+namespace {
+
+// DESIGN.md's decided removal-steps point, on both sides: a running task
+// aborts its own signal, then posts again at the same fixed priority. Read
+// literally, the aborted task's complete steps would delete the map entry of
+// the newer queue and the second task would never run.
+std::vector<std::string> RemovalStepsScenario(ptsfuzz::Api *api) {
+  std::vector<std::string> t;
+  int c = api->controller_new(false, 0);
+  int s = api->controller_signal(c);
+  int p = api->post_task(0, 2, s, 0, [&]() {
+    t.push_back("A run");
+    api->abort(c, nullptr);
+    int q = api->post_task(0, 2, -1, 0, [&]() {
+      t.push_back("B run");
+      return ptsfuzz::Val::Undef();
+    });
+    t.push_back(q >= 0 ? "B posted" : "B refused");
+    return ptsfuzz::Val::Int(1);
+  });
+  api->then(p, ptsfuzz::ReactFn(), [&](const ptsfuzz::Val &v) {
+    t.push_back("A rejected " + v.str());
+    return ptsfuzz::Val::Undef();
+  });
+  api->run_until_idle();
+  return t;
+}
+
+TEST(Decided, RemovalStepsKeepANewerQueueOfTheSameKey) {
+  ptsmodel::Model m(kLibraryMode);
+  ptsfuzz::LibBackend lib;
+  std::vector<std::string> want = {"A run", "B posted", "A rejected EABORT",
+                                   "B run"};
+  EXPECT_EQ(want, RemovalStepsScenario(&m));
+  EXPECT_EQ(want, RemovalStepsScenario(&lib));
+}
+
+}  // namespace
