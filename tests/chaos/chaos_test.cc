@@ -75,6 +75,18 @@ struct Ticket {
   std::atomic<int> done_calls{0}, done_status{1};
   std::atomic<int64_t> done_value{-1};
   std::atomic<int> reply{0};  // posted with reply_to
+  pts_agent *target = nullptr;  // the agent it was posted to
+};
+
+// A promise-form postTask made by a task on its own agent's loop, with one
+// then() reaction: the callback is called once (run or released), and the
+// reaction's cleanup exactly once (after its handler, or unrun when the
+// agent is destroyed first).
+struct Local {
+  std::atomic<int> made{0};
+  std::atomic<int> cb_calls{0};
+  std::atomic<int> handler_calls{0};
+  std::atomic<int> cleanup_calls{0};
 };
 
 // One ordinary task or one remote abort / setPriority: its callback's calls.
@@ -88,6 +100,8 @@ struct Chaos {
   std::atomic<uint32_t> next_ticket{0};
   std::vector<Call> calls;
   std::atomic<uint32_t> next_call{0};
+  std::vector<Local> locals;
+  std::atomic<uint32_t> next_local{0};
   std::atomic<pts_agent *> agents[kAgents];
   std::atomic<pts_remote_controller *> ctrls[kAgents][kControllersPerAgent];
   std::mutex graveyard_mu;  // handles replaced by destroy, unref'd at the end
@@ -99,7 +113,8 @@ struct Chaos {
   // meet tasks queued or running rather than a backlog far ahead.
   std::atomic<int64_t> outstanding{0};
 
-  explicit Chaos(size_t n) : tickets(2 * n + 16), calls(n + 16) {}
+  explicit Chaos(size_t n)
+      : tickets(2 * n + 16), calls(n + 16), locals(n / 2 + 16) {}
 
   Ticket *new_ticket() {
     uint32_t i = next_ticket.fetch_add(1);
@@ -125,6 +140,36 @@ void DoneFn(void *data, int status, pts_value v) {
   t->c->outstanding.fetch_sub(1);
 }
 
+pts_value LocalCb(void *data, int status) {
+  static_cast<Local *>(data)->cb_calls.fetch_add(1);
+  return status == 0 ? pts_int(1) : pts_undefined();
+}
+pts_value LocalHandler(void *data, pts_value) {
+  static_cast<Local *>(data)->handler_calls.fetch_add(1);
+  return pts_undefined();
+}
+void LocalCleanup(void *data) {
+  static_cast<Local *>(data)->cleanup_calls.fetch_add(1);
+}
+
+// On the task's own loop: postTask (promise form) and then(handler).
+void PostLocal(Chaos *c, pts_agent *self, Xor &r) {
+  uint32_t i = c->next_local.fetch_add(1);
+  if (i >= c->locals.size()) return;
+  Local *l = &c->locals[i];
+  pts_scheduler *s = pts_global_scheduler(pts_loop_default_global(pts_agent_loop(self)));
+  pts_post_options o = PTS_POST_OPTIONS_INIT;
+  o.priority = (int)r.pick(3);
+  pts_promise *p;
+  if (pts_scheduler_post_task(s, LocalCb, l, &o, &p) != 0) return;
+  if (pts_promise_then(p, LocalHandler, LocalHandler, l, LocalCleanup,
+                       nullptr) == 0)
+    l->made.store(1);
+  else
+    l->made.store(2);  // the callback alone is accounted
+  pts_promise_unref(p);
+}
+
 pts_value TaskCb(void *data, int status) {
   auto *t = static_cast<Ticket *>(data);
   t->cb_status.store(status);
@@ -136,6 +181,8 @@ pts_value TaskCb(void *data, int status) {
     Ticket *n = t->c->new_ticket();
     if (n) t->c->post(r, n, (int)r.pick(kAgents), nullptr);
   }
+  // One in four posts a promise-form task on its own loop.
+  if (r.pick(4) == 0) PostLocal(t->c, t->target, r);
   return pts_int(t->id);
 }
 
@@ -156,6 +203,7 @@ void Chaos::post(Xor &r, Ticket *t, int to, pts_agent *reply_to) {
     o.controller = ctrls[owner][r.pick(kControllersPerAgent)].load();
   }
   if (reply_to) t->reply.store(1);
+  t->target = a;
   outstanding.fetch_add(1);
   int rc = pts_agent_post_task(a, &o, TaskCb, t, DoneFn, t, reply_to);
   if (rc == 0) {
@@ -314,6 +362,25 @@ TEST(Chaos, ExactlyOnceUnderRandomCrossThreadOperations) {
     ASSERT_EQ(k.posted.load(), k.calls.load()) << "call " << i;
     calls += k.posted.load();
   }
+  uint64_t locals = 0, handled = 0;
+  uint32_t nl = std::min<uint32_t>(c.next_local.load(), (uint32_t)c.locals.size());
+  for (uint32_t i = 0; i < nl; i++) {
+    Local &l = c.locals[i];
+    if (l.made.load() == 0) {
+      ASSERT_EQ(0, l.cb_calls.load()) << "local " << i;
+      continue;
+    }
+    locals++;
+    ASSERT_EQ(1, l.cb_calls.load()) << "local " << i;
+    if (l.made.load() == 1) {
+      ASSERT_EQ(1, l.cleanup_calls.load()) << "local " << i;
+      ASSERT_LE(l.handler_calls.load(), 1) << "local " << i;
+      handled += l.handler_calls.load();
+    }
+  }
+  printf("chaos: %llu local promise-form posts, %llu reactions ran (the rest "
+         "released with their agent)\n",
+         (unsigned long long)locals, (unsigned long long)handled);
   printf("chaos: %llu operations by %d producers in %.2f s; %llu tasks posted "
          "(ran %llu, aborted %llu, released by destroy %llu), %llu refused, "
          "%llu task/abort/setPriority callbacks, %llu agents destroyed\n",
