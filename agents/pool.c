@@ -568,13 +568,6 @@ static void idle(pts__worker *w, uint64_t until) {
   /* Command blocks of other threads go back before we sleep, so their
    * posters can reuse them (sync/nodecache.h). */
   pts__node_flush();
-  /* A short spin first, as a loop does before parking (docs/loop.md): a
-   * stream of posts re-signals the agent within a few hundred ns. */
-  for (unsigned i = 0; i < 64; i++) {
-    if (pts__mpsc_maybe_nonempty(&w->signaled) || pts__mpsc_maybe_nonempty(&w->control))
-      return;
-    cpu_relax(i);
-  }
   pts__parker_prepare(&w->parker);
   if (!pts__mpsc_is_empty(&w->signaled) || !pts__mpsc_is_empty(&w->control)) {
     pts__parker_cancel(&w->parker);

@@ -779,15 +779,6 @@ static int step(pts_loop *loop, bool may_start_idle, bool burst) {
   return did | DID_WORK | DID_TASK;
 }
 
-/* Pause instructions spun before parking (about 1-2 us on x86-64). */
-#define SPIN_BEFORE_PARK 64
-
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 static void sleep_until_work(pts_loop *loop) {
   uint64_t timeout = PTS__PARK_FOREVER;
   if (!loop->virtual_clock) {
@@ -801,16 +792,6 @@ static void sleep_until_work(pts_loop *loop) {
   /* Blocks of other threads' commands go back before we sleep, so their
    * producers can reuse them (sync/nodecache.h). */
   pts__node_flush();
-  /* A short spin first: a producer streaming posts refills the inbox within
-   * a few hundred ns, while parking costs two atomic read-modify-writes of
-   * the parker (prepare, cancel) and, once asleep, a 5 us wake-up. The spin
-   * reads only the consumer's own line until a producer writes it. */
-  for (int i = 0; i < SPIN_BEFORE_PARK; i++) {
-    if (pts__mpsc_maybe_nonempty(&loop->inbox) ||
-        atomic_load_explicit(&loop->stop_requested, memory_order_relaxed))
-      return;
-    cpu_relax();
-  }
   pts__parker_prepare(&loop->parker);
   if (!pts__mpsc_is_empty(&loop->inbox) ||
       atomic_load_explicit(&loop->stop_requested, memory_order_acquire)) {
