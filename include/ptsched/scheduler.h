@@ -99,7 +99,8 @@ typedef struct pts_yield_options {
 /** scheduler.yield(options) (spec 2.4.2, "schedule a yield continuation"): the
  * continuation goes to the continuation queue of its priority, ahead of
  * ordinary tasks of the same priority. opts may be NULL (inherit both from
- * the current scheduling state). *out gets the promise,
+ * the current scheduling state). *out (out may be NULL: the caller does not
+ * keep the promise) gets the promise,
  * fulfilled with undefined when the continuation runs, or rejected with the
  * abort reason. Errors: PTS_ENOTSUPPORTED (global detached), PTS_ETYPE,
  * PTS_EFOREIGN, PTS_EINVAL, PTS_ENOMEM. Owner thread. */
