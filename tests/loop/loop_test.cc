@@ -322,9 +322,11 @@ static void stress_fn(void *d, int status) {
   if (++s->total == s->producers * s->per) pts_loop_stop(s->loop);
 }
 
-TEST(Loop, ManyProducersExactlyOnceAndPerProducerFifo) {
-  const int P = 4;
-  const long N = 100000;
+// P producer threads post N tasks each with post(g, source, item, index),
+// over the three non-input sources; the loop checks exactly once and
+// per-producer order (stress_fn).
+template <typename PostFn>
+static void ManyProducers(int P, long N, PostFn post) {
   pts_loop *loop = new_loop();
   pts_global *g = pts_loop_default_global(loop);
   Stress s{loop, P, N, std::vector<long>(P, 0)};
@@ -337,8 +339,7 @@ TEST(Loop, ManyProducersExactlyOnceAndPerProducerFifo) {
   for (int p = 0; p < P; p++) {
     ts.emplace_back([&, p] {
       for (long i = 0; i < N; i++)
-        ASSERT_EQ(pts_queue_task_from_any_thread(
-                      g, (pts_task_source)(1 + (i % 3)), stress_fn, &items[p][i]), 0);
+        ASSERT_EQ(post(g, (pts_task_source)(1 + (i % 3)), &items[p][i], p, i), 0);
     });
   }
   EXPECT_EQ(pts_loop_run(loop, PTS_RUN_FOREVER), 1);
@@ -347,6 +348,12 @@ TEST(Loop, ManyProducersExactlyOnceAndPerProducerFifo) {
   for (int p = 0; p < P; p++) EXPECT_EQ(s.next[p], N);
   EXPECT_EQ(pts_loop_run(loop, PTS_RUN_UNTIL_IDLE), 0);  // nothing twice
   EXPECT_EQ(pts_loop_free(loop), 0);
+}
+
+TEST(Loop, ManyProducersExactlyOnceAndPerProducerFifo) {
+  ManyProducers(4, 100000, [](pts_global *g, pts_task_source src, Item *it, int, long) {
+    return pts_queue_task_from_any_thread(g, src, stress_fn, it);
+  });
 }
 
 struct CallCtx {
@@ -665,27 +672,8 @@ TEST(Loop, InboxTaskTakesAnEnqueueOrderOnTheHotPath) {
 TEST(Loop, ManyProducersWithRequestsExactlyOnceAndPerProducerFifo) {
   const int P = 3;
   const long N = 50000;
-  pts_loop *loop = new_loop();
-  pts_global *g = pts_loop_default_global(loop);
-  Stress s{loop, P, N, std::vector<long>(P, 0)};
-  std::vector<std::vector<Item>> items(P);
   std::vector<std::vector<pts_task_req>> reqs(P, std::vector<pts_task_req>(N));
-  for (int p = 0; p < P; p++) {
-    items[p].resize(N);
-    for (long i = 0; i < N; i++) items[p][i] = Item{&s, p, i};
-  }
-  std::vector<std::thread> ts;
-  for (int p = 0; p < P; p++) {
-    ts.emplace_back([&, p] {
-      for (long i = 0; i < N; i++)
-        ASSERT_EQ(pts_queue_task_req_from_any_thread(g, (pts_task_source)(1 + (i % 3)),
-                                                     &reqs[p][i], stress_fn, &items[p][i]), 0);
-    });
-  }
-  EXPECT_EQ(pts_loop_run(loop, PTS_RUN_FOREVER), 1);
-  for (auto &t : ts) t.join();
-  EXPECT_EQ(s.total, P * N);
-  for (int p = 0; p < P; p++) EXPECT_EQ(s.next[p], N);
-  EXPECT_EQ(pts_loop_run(loop, PTS_RUN_UNTIL_IDLE), 0);
-  EXPECT_EQ(pts_loop_free(loop), 0);
+  ManyProducers(P, N, [&](pts_global *g, pts_task_source src, Item *it, int p, long i) {
+    return pts_queue_task_req_from_any_thread(g, src, &reqs[p][i], stress_fn, it);
+  });
 }
