@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ptsched/promise.h"
+#include "sync/alloc.h"
 #include "ptsched/value.h"
 
 struct pts_error {
@@ -25,7 +26,7 @@ struct pts_box {
 pts_value pts_error_value(int code, const char *message) {
   if (message == NULL) message = pts_strerror(code);
   size_t len = strlen(message);
-  pts_error *e = malloc(sizeof *e + len + 1);
+  pts_error *e = pts__malloc(sizeof *e + len + 1);
   if (e == NULL) return pts_undefined();
   atomic_init(&e->refs, 1);
   e->code = code;
@@ -37,7 +38,7 @@ pts_value pts_error_value(int code, const char *message) {
 }
 
 pts_value pts_box_value(void *ptr, void (*destroy)(void *ptr)) {
-  pts_box *b = malloc(sizeof *b);
+  pts_box *b = pts__malloc(sizeof *b);
   /* Out of memory: undefined, and ptr stays the caller's (it can tell by
    * the kind). */
   if (b == NULL) return pts_undefined();
@@ -76,14 +77,14 @@ void pts_value_release(pts_value v) {
        * done (the classic release-decrement, acquire-before-free). */
       if (atomic_fetch_sub_explicit(&v.u.error->refs, 1,
                                     memory_order_acq_rel) == 1)
-        free(v.u.error);
+        pts__free(v.u.error);
       break;
     case PTS_VALUE_BOX:
       if (atomic_fetch_sub_explicit(&v.u.box->refs, 1, memory_order_acq_rel) ==
           1) {
         pts_box *b = v.u.box;
         if (b->destroy) b->destroy(b->ptr);
-        free(b);
+        pts__free(b);
       }
       break;
     case PTS_VALUE_PROMISE:
