@@ -554,6 +554,8 @@ int pts_signal_abort_new(pts_loop *loop, const pts_value *reason,
 static void timeout_task(void *data, int status) {
   timeout_signal *ts = data;
   if (status == 0) {
+    /* Never undefined for a listed code, even out of memory (value.c): a
+     * timeout that could not make its error would never abort. */
     pts_value v = pts_error_value(PTS_ETIMEDOUT, NULL);
     if (v.kind != PTS_VALUE_UNDEFINED) signal_abort(&ts->sig, v);
   }

@@ -29,6 +29,9 @@
 extern "C" {
 #endif
 
+/* The wrappers are C only (the library); C++ tests see the controls below. */
+#ifndef __cplusplus
+
 /* Nonzero while a test counts or injects; read relaxed: a test arms it
  * before the calls it measures, on the same thread or before starting the
  * threads that allocate. */
@@ -73,6 +76,8 @@ static inline char *pts__strdup(const char *s) {
 }
 
 static inline void pts__free(void *p) { free(p); }
+
+#endif /* !__cplusplus */
 
 /* ---- for tests ---- */
 
