@@ -383,7 +383,7 @@ static void agent_attach(pts__worker *w, pts__ctl *c) {
     return;
   }
   a->attached = true;
-  a->sched = pts_global_scheduler(pts_loop_default_global(a->loop));
+  a->sched = pts_global_scheduler(pts_loop_default_global(a->loop)); /* made by pts_agent_new */
   refresh(w, a, false, 0);
 }
 
@@ -817,6 +817,16 @@ int pts_agent_new(pts_pool *pool, const pts_agent_options *opts, pts_agent **out
   if (rc != 0) {
     agent_free(a);
     return rc;
+  }
+  /* The scheduler is made here, on the loop's owner until the worker takes
+   * it, so that running out of memory is this call's PTS_ENOMEM; made on the
+   * worker (agent_attach) its failure would leave an accepted agent that
+   * cancels every post. */
+  if (pts_global_scheduler(pts_loop_default_global(a->loop)) == NULL) {
+    pts_loop_free(a->loop);
+    a->loop = NULL;
+    agent_free(a);
+    return PTS_ENOMEM;
   }
   pthread_mutex_lock(&pool->mu);
   if (pool->shut) {

@@ -111,6 +111,10 @@ int pts__vthread_add(pts__vthread *t, uint32_t weight, pts_loop **loop) {
   memset(a, 0, sizeof *a);
   pts_loop_options lo = {true, 0};
   int rc = pts_loop_new(&lo, &a->loop);
+  if (rc == 0 && pts_global_scheduler(pts_loop_default_global(a->loop)) == NULL) {
+    pts_loop_free(a->loop); /* out of memory: the scheduler is made up front */
+    rc = PTS_ENOMEM;
+  }
   if (rc != 0) {
     pts__free(a);
     return rc;

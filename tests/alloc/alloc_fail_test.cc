@@ -38,6 +38,7 @@ struct Op {
   int want_status = 1;    // if not 1: the status an accepted op must get
   int cleanups = 0;       // reactions: their cleanup, exactly once
   bool reaction = false;  // a then/catch/finally handler (runs at most once)
+  bool optional = false;  // a callback that may not run (its done says why)
   bool accepted = false;
 };
 
@@ -161,14 +162,14 @@ RunResult RunOnce(const Scenario &f, uint64_t k) {
 }
 
 // The sweep: n from a clean run, then every k in 1..n.
-void Sweep(const char *name, const Scenario &f) {
-  RunResult clean = RunOnce(f, 0);
+void Sweep(const char *name, const std::function<RunResult(uint64_t)> &run) {
+  RunResult clean = run(0);
   ASSERT_GT(clean.count, 0u);
   uint64_t injected = 0, reported = 0;
   std::string absorbed;
   for (uint64_t k = 1; k <= clean.count; k++) {
     SCOPED_TRACE("k = " + std::to_string(k));
-    RunResult r = RunOnce(f, k);
+    RunResult r = run(k);
     injected += r.failures;
     reported += r.failures && r.reported;
     if (r.failures && !r.reported) absorbed += " " + std::to_string(k);
@@ -339,6 +340,79 @@ void PromisesAndSources(Env &e) {
   pts_promise_unref(q);
 }
 
+// Agents: create a pool and an agent, post (with and without a remote
+// controller made from outside), queue ordinary tasks, abort remotely, drain,
+// destroy. Pool threads allocate too, so the numbering of allocations across
+// threads may differ from run to run: a k past a run's last allocation
+// injects nothing.
+void DoneFn(void *d, int status, pts_value) { OpFn(d, status); }
+
+RunResult RunAgents(uint64_t k) {
+  size_t controllers = pts__controller_live_count();
+  size_t signals = pts__signal_live_count();
+  Env e;
+  pts_pool *pool = nullptr;
+  pts_agent *a = nullptr;
+  pts_remote_controller *rc = nullptr;
+  pts_pool_options po;
+  memset(&po, 0, sizeof po);
+  po.threads = 1;
+  po.policy = PTS_POLICY_ROUND_ROBIN;
+  pts__alloc_fail_at(k);
+  if (e.Ok(pts_pool_new(&po, &pool)) && e.Ok(pts_agent_new(pool, nullptr, &a))) {
+    if (!e.Ok(pts_remote_controller_new_async(a, PTS_PRIORITY_BACKGROUND, &rc))) rc = nullptr;
+    for (int i = 0; i < 3; i++) {
+      pts_agent_post_options o = PTS_AGENT_POST_OPTIONS_INIT;
+      o.priority = i;
+      if (i == 1) o.controller = rc;
+      Op *run = e.NewOp();
+      Op *done = e.NewOp();
+      if (e.Ok(pts_agent_post_task(a, &o, OpCb, run, DoneFn, done, nullptr), done)) {
+        run->accepted = true;
+        run->optional = true;  // aborted before it runs: never called
+      }
+      Op *q = e.NewOp();
+      e.Ok(pts_agent_queue_task(a, (pts_task_source)(i + 1), OpFn, q), q);
+    }
+    if (rc != nullptr) {
+      Op *done = e.NewOp();
+      e.Ok(pts_remote_controller_abort(rc, nullptr, OpFn, done), done);
+    }
+    EXPECT_EQ(0, pts_agent_drain(a));
+  }
+  RunResult r;
+  r.count = pts__alloc_count();
+  r.failures = pts__alloc_failures();
+  pts__alloc_disarm();
+  if (a != nullptr) {
+    // Still usable: one more task runs.
+    Op run, done;
+    EXPECT_EQ(0, pts_agent_post_task(a, nullptr, OpCb, &run, DoneFn, &done, nullptr));
+    EXPECT_EQ(0, pts_agent_drain(a));
+    EXPECT_EQ(1, run.calls.load());
+    EXPECT_EQ(0, done.status.load());
+    pts_remote_controller_unref(rc);
+    EXPECT_EQ(0, pts_agent_destroy(a, true));
+    pts_agent_unref(a);
+  }
+  if (pool != nullptr) {
+    EXPECT_EQ(0, pts_pool_shutdown(pool));
+  }
+  for (size_t i = 0; i < e.ops.size(); i++) {
+    const Op &op = e.ops[i];
+    if (op.optional) {
+      EXPECT_LE(op.calls.load(), 1) << "op " << i << ", k " << k;
+      continue;
+    }
+    EXPECT_EQ(op.accepted ? 1 : 0, op.calls.load()) << "op " << i << ", k " << k;
+    if (op.calls > 0 && op.status != 0) e.err_status++;
+  }
+  EXPECT_EQ(controllers, pts__controller_live_count()) << "controller leaked, k " << k;
+  EXPECT_EQ(signals, pts__signal_live_count()) << "signal leaked, k " << k;
+  r.reported = e.enomem > 0 || e.err_status > 0;
+  return r;
+}
+
 void CrossThread(Env &e) {
   static pts_task_req reqs[4];
   std::deque<Op> &ops = e.ops;
@@ -392,10 +466,17 @@ TEST(AllocFail, TimeoutAbortsEvenWhenItsErrorCannotBeAllocated) {
 
 // ---- tests ----
 
-TEST(AllocFail, PostRunAbort) { Sweep("post/run/abort/setPriority/then", PostRunAbort); }
-TEST(AllocFail, AnyAndYield) { Sweep("any/yield", AnyAndYield); }
-TEST(AllocFail, TimersAndIdle) { Sweep("timers/idle/timeout/delay", TimersAndIdle); }
-TEST(AllocFail, PromisesAndSources) { Sweep("promises/sources/microtask/global", PromisesAndSources); }
-TEST(AllocFail, CrossThreadPost) { Sweep("cross-thread post", CrossThread); }
+std::function<RunResult(uint64_t)> OnALoop(Scenario f) {
+  return [f](uint64_t k) { return RunOnce(f, k); };
+}
+
+TEST(AllocFail, PostRunAbort) { Sweep("post/run/abort/setPriority/then", OnALoop(PostRunAbort)); }
+TEST(AllocFail, AnyAndYield) { Sweep("any/yield", OnALoop(AnyAndYield)); }
+TEST(AllocFail, TimersAndIdle) { Sweep("timers/idle/timeout/delay", OnALoop(TimersAndIdle)); }
+TEST(AllocFail, PromisesAndSources) {
+  Sweep("promises/sources/microtask/global", OnALoop(PromisesAndSources));
+}
+TEST(AllocFail, CrossThreadPost) { Sweep("cross-thread post", OnALoop(CrossThread)); }
+TEST(AllocFail, AgentsCreatePostAbortDestroy) { Sweep("agents", RunAgents); }
 
 }  // namespace
