@@ -32,6 +32,10 @@ extern "C" {
 /* The wrappers are C only (the library); C++ tests see the controls below. */
 #ifndef __cplusplus
 
+/* Inlined even at -O0, so that the out-of-line tick's return address is the
+ * allocation call site itself (pts__alloc_sites). */
+#define PTS__ALLOC_INLINE __attribute__((always_inline))
+
 /* Nonzero while a test counts or injects; read relaxed: a test arms it
  * before the calls it measures, on the same thread or before starting the
  * threads that allocate. */
@@ -43,39 +47,39 @@ bool pts__alloc_tick(void);
 
 /* True when this allocation attempt must fail. Pool and cache hits call it
  * too, so that every attempt counts once, hit or miss. */
-static inline bool pts__alloc_inject(void) {
+static inline PTS__ALLOC_INLINE bool pts__alloc_inject(void) {
   if (__builtin_expect(atomic_load_explicit(&pts__alloc_armed, memory_order_relaxed) == 0, 1))
     return false;
   return pts__alloc_tick();
 }
 
-static inline void *pts__malloc(size_t size) {
+static inline PTS__ALLOC_INLINE void *pts__malloc(size_t size) {
   return pts__alloc_inject() ? NULL : malloc(size);
 }
 
-static inline void *pts__calloc(size_t n, size_t size) {
+static inline PTS__ALLOC_INLINE void *pts__calloc(size_t n, size_t size) {
   return pts__alloc_inject() ? NULL : calloc(n, size);
 }
 
 /* On failure the old block is untouched, as for realloc. */
-static inline void *pts__realloc(void *p, size_t size) {
+static inline PTS__ALLOC_INLINE void *pts__realloc(void *p, size_t size) {
   return pts__alloc_inject() ? NULL : realloc(p, size);
 }
 
 /* size need not be a multiple of align: rounded up here (C11 7.22.3.1). */
-static inline void *pts__aligned_alloc(size_t align, size_t size) {
+static inline PTS__ALLOC_INLINE void *pts__aligned_alloc(size_t align, size_t size) {
   if (pts__alloc_inject()) return NULL;
   return aligned_alloc(align, (size + align - 1) / align * align);
 }
 
-static inline char *pts__strdup(const char *s) {
+static inline PTS__ALLOC_INLINE char *pts__strdup(const char *s) {
   size_t n = strlen(s) + 1;
   char *d = (char *)pts__malloc(n);
   if (d != NULL) memcpy(d, s, n);
   return d;
 }
 
-static inline void pts__free(void *p) { free(p); }
+static inline PTS__ALLOC_INLINE void pts__free(void *p) { free(p); }
 
 #endif /* !__cplusplus */
 
@@ -90,6 +94,9 @@ void pts__alloc_disarm(void);
 uint64_t pts__alloc_count(void);
 /* Attempts made to fail since the last arm (0 or 1). */
 uint64_t pts__alloc_failures(void);
+/* Distinct allocation call sites (each wrapper call in the source, as
+ * inlined) that allocated while armed, since the process started. */
+uint64_t pts__alloc_sites(void);
 
 #ifdef __cplusplus
 }
