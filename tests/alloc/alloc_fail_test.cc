@@ -348,9 +348,9 @@ void PromisesAndSources(Env &e) {
   pts_promise_unref(q);
 }
 
-// Agents: create a pool and an agent, post (with and without a remote
-// controller made from outside), queue ordinary tasks, abort remotely, drain,
-// destroy. Pool threads allocate too, so the numbering of allocations across
+// Agents: create a pool and two agents, post (with and without a remote
+// controller made from outside), queue ordinary tasks, setPriority and abort
+// remotely, drain, destroy one, shut the pool down (destroying the other). Pool threads allocate too, so the numbering of allocations across
 // threads may differ from run to run: a k past a run's last allocation
 // injects nothing.
 void DoneFn(void *d, int status, pts_value) { OpFn(d, status); }
@@ -373,7 +373,7 @@ RunResult RunAgents(uint64_t k) {
   size_t signals = pts__signal_live_count();
   Env e;
   pts_pool *pool = nullptr;
-  pts_agent *a = nullptr;
+  pts_agent *a = nullptr, *b = nullptr;
   pts_remote_controller *rc = nullptr;
   pts_pool_options po;
   memset(&po, 0, sizeof po);
@@ -381,6 +381,7 @@ RunResult RunAgents(uint64_t k) {
   po.policy = PTS_POLICY_ROUND_ROBIN;
   pts__alloc_fail_at(k);
   if (e.Ok(pts_pool_new(&po, &pool)) && e.Ok(pts_agent_new(pool, nullptr, &a))) {
+    if (!e.Ok(pts_agent_new(pool, nullptr, &b))) b = nullptr;  // left to the shutdown
     if (!e.Ok(pts_remote_controller_new_async(a, PTS_PRIORITY_BACKGROUND, &rc))) rc = nullptr;
     for (int i = 0; i < 3; i++) {
       pts_agent_post_options o = PTS_AGENT_POST_OPTIONS_INIT;
@@ -395,32 +396,49 @@ RunResult RunAgents(uint64_t k) {
         run->optional = true;  // aborted before it runs: never called
       }
       Op *q = e.NewOp();
-      e.Ok(pts_agent_queue_task(a, (pts_task_source)(i + 1), OpFn, q), q);
+      e.Ok(pts_agent_queue_task(i == 0 && b ? b : a, (pts_task_source)(i + 1), OpFn, q), q);
     }
     if (rc != nullptr) {
+      Op *set = e.NewOp();
+      e.Ok(pts_remote_controller_set_priority(rc, PTS_PRIORITY_USER_VISIBLE, OpFn, set), set);
       Op *done = e.NewOp();
       e.Ok(pts_remote_controller_abort(rc, nullptr, OpFn, done), done);
     }
     EXPECT_EQ(0, pts_agent_drain(a));
-  }
-  RunResult r;
-  r.count = pts__alloc_count();
-  r.failures = pts__alloc_failures();
-  pts__alloc_disarm();
-  if (a != nullptr) {
-    // Still usable: one more task runs.
+    // Still usable once the failure happened: one more task runs (before
+    // it, the failure may be this post's own PTS_ENOMEM or a later one's).
+    bool failed = pts__alloc_failures() > 0;
     Op run, done;
-    EXPECT_EQ(0, pts_agent_post_task(a, nullptr, OpCb, &run, DoneFn, &done, nullptr));
-    EXPECT_EQ(0, pts_agent_drain(a));
-    EXPECT_EQ(1, run.calls.load());
-    EXPECT_EQ(0, done.status.load());
+    int r = pts_agent_post_task(a, nullptr, OpCb, &run, DoneFn, &done, nullptr);
+    if (failed) {
+      EXPECT_EQ(0, r);
+    }
+    if (e.Ok(r)) {
+      EXPECT_EQ(0, pts_agent_drain(a));
+      EXPECT_EQ(1, done.calls.load());
+      if (failed || done.status != PTS_ENOMEM) {
+        EXPECT_EQ(1, run.calls.load());
+        EXPECT_EQ(0, done.status.load());
+      } else {
+        e.err_status++;  // this post's own work on the agent's thread failed
+      }
+    }
     pts_remote_controller_unref(rc);
     EXPECT_EQ(0, pts_agent_destroy(a, true));
-    pts_agent_unref(a);
   }
-  if (pool != nullptr) {
+  // The shutdown destroys b; out of memory it does nothing and may be called
+  // again (agents.h).
+  int r = pool ? pts_pool_shutdown(pool) : 0;
+  RunResult res;
+  res.count = pts__alloc_count();
+  res.failures = pts__alloc_failures();
+  pts__alloc_disarm();
+  if (r != 0) {
+    e.Ok(r);
     EXPECT_EQ(0, pts_pool_shutdown(pool));
   }
+  pts_agent_unref(a);
+  pts_agent_unref(b);
   for (size_t i = 0; i < e.ops.size(); i++) {
     const Op &op = e.ops[i];
     if (op.optional) {
@@ -432,8 +450,8 @@ RunResult RunAgents(uint64_t k) {
   }
   EXPECT_EQ(controllers, pts__controller_live_count()) << "controller leaked, k " << k;
   EXPECT_EQ(signals, pts__signal_live_count()) << "signal leaked, k " << k;
-  r.reported = e.enomem > 0 || e.err_status > 0;
-  return r;
+  res.reported = e.enomem > 0 || e.err_status > 0;
+  return res;
 }
 
 void CrossThread(Env &e) {
