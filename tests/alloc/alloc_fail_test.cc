@@ -324,6 +324,23 @@ void PromisesAndSources(Env &e) {
   Op *f = e.NewOp();
   f->reaction = true;
   e.Ok(pts_promise_finally(q, OpReaction, f, OpCleanup, nullptr), f);
+  // A boxed value (its destroy runs exactly once, when the last holder
+  // lets go); out of memory the box is undefined and the pointer ours.
+  Op *box = e.NewOp();
+  pts_value bv = pts_box_value(box, [](void *d) { OpFn(d, 0); });
+  if (bv.kind == PTS_VALUE_UNDEFINED) {
+    e.enomem++;
+  } else {
+    box->accepted = true;
+    pts_promise *r = nullptr;
+    if (e.Ok(pts_promise_new(e.loop, &r))) {
+      Then(e, r);
+      e.Ok(pts_promise_resolve(r, bv));  // takes bv over
+      pts_promise_unref(r);
+    } else {
+      pts_value_release(bv);
+    }
+  }
   e.Ok(pts_promise_resolve(p, pts_promise_value(q)));  // adopts q through a job
   e.Ok(pts_promise_reject(q, pts_int(3)));
   for (int src = 0; src < PTS_SOURCE_COUNT; src++) {
