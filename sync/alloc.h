@@ -11,7 +11,7 @@
  * counter; the attempt whose number is the armed k returns NULL instead.
  *
  * Who calls what: the wrappers from any thread; the test controls
- * (pts__alloc_fail_at, _disarm, _count, _failures) from a test's main thread
+ * (pts__alloc_fail_at, _disarm, _count, _failures, _sites) from a test's main thread
  * while no other thread allocates through the library, or accepting that
  * concurrent allocations are numbered in the order they happen. Internal:
  * not in include/, hidden in the shared library. */
