@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "agents/agents_impl.h"
+#include "sync/alloc.h"
 #include "ptsched/scheduler.h"
 #include "sync/nodecache.h"
 
@@ -181,8 +182,8 @@ static void agent_wake(void *ctx) {
 static void agent_free(pts_agent *a) {
   pthread_mutex_destroy(&a->mu);
   pthread_cond_destroy(&a->cv);
-  free(a->origin);
-  free(a);
+  pts__free(a->origin);
+  pts__free(a);
 }
 
 void pts_agent_ref(pts_agent *a) {
@@ -205,7 +206,7 @@ pts_loop *pts_agent_loop(pts_agent *a) { return a ? a->loop : NULL; }
 
 static pts__warrays *warrays_new(uint32_t cap) {
   size_t ptrs = (size_t)cap * sizeof(pts_agent *);
-  pts__warrays *w = calloc(1, sizeof *w + 3 * ptrs + ((size_t)cap + 1) * sizeof(uint64_t));
+  pts__warrays *w = pts__calloc(1, sizeof *w + 3 * ptrs + ((size_t)cap + 1) * sizeof(uint64_t));
   if (w == NULL) return NULL;
   char *p = (char *)(w + 1);
   w->cap = cap;
@@ -223,7 +224,7 @@ static void warrays_install(pts__worker *w, pts__warrays *n) {
     memcpy(n->agents, o->agents, w->nagents * sizeof(pts_agent *));
     memcpy(n->heap, o->heap, w->hlen * sizeof(pts_agent *));
     memcpy(n->theap, o->theap, w->tlen * sizeof(pts_agent *));
-    free(o);
+    pts__free(o);
   }
   w->arr = n; /* the Fenwick tree is rebuilt by pts__policy_layout */
 }
@@ -382,7 +383,7 @@ static void agent_attach(pts__worker *w, pts__ctl *c) {
     return;
   }
   a->attached = true;
-  a->sched = pts_global_scheduler(pts_loop_default_global(a->loop));
+  a->sched = pts_global_scheduler(pts_loop_default_global(a->loop)); /* made by pts_agent_new */
   refresh(w, a, false, 0);
 }
 
@@ -427,8 +428,8 @@ static void agent_teardown(pts__worker *w, pts_agent *a) {
     while (*pp != oe) pp = &(*pp)->next;
     *pp = oe->next;
     w->norigins--;
-    free(oe->name);
-    free(oe);
+    pts__free(oe->name);
+    pts__free(oe);
   }
   a->oe = NULL;
   w->nplaced--;
@@ -610,8 +611,8 @@ static void *worker_main(void *arg) {
 
 static void worker_free(pts__worker *w) {
   if (w == NULL) return;
-  free(w->arr);
-  free(w);
+  pts__free(w->arr);
+  pts__free(w);
 }
 
 static void push_ctl(pts__worker *w, pts__ctl *c) {
@@ -628,16 +629,16 @@ static void stop_workers(pts_pool *pool) {
     pthread_join(w->tid, NULL);
   }
   for (unsigned i = 0; i < pool->n; i++) worker_free(pool->w[i]);
-  free(pool->w);
+  pts__free(pool->w);
   while (pool->origins != NULL) {
     pts__origin *o = pool->origins;
     pool->origins = o->next;
-    free(o->name);
-    free(o);
+    pts__free(o->name);
+    pts__free(o);
   }
   pthread_mutex_destroy(&pool->mu);
   pthread_cond_destroy(&pool->cv);
-  free(pool);
+  pts__free(pool);
 }
 
 static int pool_create(const pts_pool_options *opts, const pts__quant_options *q,
@@ -656,7 +657,7 @@ static int pool_create(const pts_pool_options *opts, const pts__quant_options *q
   }
   if (o.threads > 4096) return PTS_EINVAL;
   if (o.slot_ns == 0) o.slot_ns = 1000000; /* 1 ms */
-  pts_pool *pool = calloc(1, sizeof *pool);
+  pts_pool *pool = pts__calloc(1, sizeof *pool);
   if (pool == NULL) return PTS_ENOMEM;
   pool->opts = o;
   pool->q = qo;
@@ -664,11 +665,11 @@ static int pool_create(const pts_pool_options *opts, const pts__quant_options *q
   pool->next_id = 1;
   pthread_mutex_init(&pool->mu, NULL);
   pthread_cond_init(&pool->cv, NULL);
-  pool->w = calloc(o.threads, sizeof *pool->w);
+  pool->w = pts__calloc(o.threads, sizeof *pool->w);
   if (pool->w == NULL) goto fail;
   for (unsigned i = 0; i < o.threads; i++) {
     pts__worker *w;
-    if (posix_memalign((void **)&w, 64, sizeof *w) != 0) goto fail;
+    if ((w = pts__aligned_alloc(64, sizeof *w)) == NULL) goto fail;
     memset(w, 0, sizeof *w);
     pool->w[i] = w;
     pts__parker_init(&w->parker);
@@ -692,7 +693,7 @@ fail:
   if (pool->w == NULL) {
     pthread_mutex_destroy(&pool->mu);
     pthread_cond_destroy(&pool->cv);
-    free(pool);
+    pts__free(pool);
     return PTS_ENOMEM;
   }
   stop_workers(pool);
@@ -724,7 +725,7 @@ int pts_pool_shutdown(pts_pool *pool) {
   }
   pool->shut = true;
   uint32_t n = pool->nagents, k = 0;
-  pts_agent **all = n ? malloc(n * sizeof *all) : NULL;
+  pts_agent **all = n ? pts__malloc(n * sizeof *all) : NULL;
   if (n != 0 && all == NULL) {
     pool->shut = false;
     pthread_mutex_unlock(&pool->mu);
@@ -739,7 +740,7 @@ int pts_pool_shutdown(pts_pool *pool) {
     (void)pts_agent_destroy(all[i], false); /* PTS_ECLOSED: already going */
     pts_agent_unref(all[i]);
   }
-  free(all);
+  pts__free(all);
   pthread_mutex_lock(&pool->mu);
   while (pool->nagents > 0) pthread_cond_wait(&pool->cv, &pool->mu);
   pthread_mutex_unlock(&pool->mu);
@@ -779,11 +780,11 @@ static pts__origin *place(pts_pool *pool, const char *origin, int thread) {
         if (pool->w[i]->nplaced < pool->w[t]->nplaced) t = i;
     }
   }
-  oe = calloc(1, sizeof *oe);
+  oe = pts__calloc(1, sizeof *oe);
   if (oe == NULL) return NULL;
-  oe->name = strdup(origin);
+  oe->name = pts__strdup(origin);
   if (oe->name == NULL) {
-    free(oe);
+    pts__free(oe);
     return NULL;
   }
   oe->thread = t;
@@ -801,7 +802,7 @@ int pts_agent_new(pts_pool *pool, const pts_agent_options *opts, pts_agent **out
     return PTS_EINVAL;
   if (o.weight == 0) o.weight = 1;
   pts_agent *a;
-  if (posix_memalign((void **)&a, 64, sizeof *a) != 0) return PTS_ENOMEM;
+  if ((a = pts__aligned_alloc(64, sizeof *a)) == NULL) return PTS_ENOMEM;
   memset(a, 0, sizeof *a);
   atomic_init(&a->gate, 0);
   atomic_init(&a->signaled, false);
@@ -817,6 +818,16 @@ int pts_agent_new(pts_pool *pool, const pts_agent_options *opts, pts_agent **out
     agent_free(a);
     return rc;
   }
+  /* The scheduler is made here, on the loop's owner until the worker takes
+   * it, so that running out of memory is this call's PTS_ENOMEM; made on the
+   * worker (agent_attach) its failure would leave an accepted agent that
+   * cancels every post. */
+  if (pts_global_scheduler(pts_loop_default_global(a->loop)) == NULL) {
+    pts_loop_free(a->loop);
+    a->loop = NULL;
+    agent_free(a);
+    return PTS_ENOMEM;
+  }
   pthread_mutex_lock(&pool->mu);
   if (pool->shut) {
     rc = PTS_ECLOSED;
@@ -828,7 +839,7 @@ int pts_agent_new(pts_pool *pool, const pts_agent_options *opts, pts_agent **out
     snprintf(anon, sizeof anon, "(anonymous %llu)", (unsigned long long)a->id);
     o.origin = anon;
   }
-  a->origin = strdup(o.origin);
+  a->origin = pts__strdup(o.origin);
   rc = PTS_ENOMEM;
   if (a->origin == NULL) goto fail_locked;
   a->oe = place(pool, a->origin, o.thread);
@@ -842,8 +853,8 @@ int pts_agent_new(pts_pool *pool, const pts_agent_options *opts, pts_agent **out
         while (*pp != a->oe) pp = &(*pp)->next;
         *pp = a->oe->next;
         w->norigins--;
-        free(a->oe->name);
-        free(a->oe);
+        pts__free(a->oe->name);
+        pts__free(a->oe);
       }
       goto fail_locked;
     }

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "agents/agents_impl.h"
+#include "sync/alloc.h"
 #include "ptsched/promise.h"
 #include "sync/nodecache.h"
 
@@ -56,7 +57,7 @@ static void rc_drop(pts_remote_controller *rc) {
   /* acq_rel: the last holder sees the others' writes before freeing. */
   if (atomic_fetch_sub_explicit(&rc->refs, 1, memory_order_acq_rel) == 1) {
     pts_agent_unref(rc->agent);
-    free(rc);
+    pts__free(rc);
   }
 }
 
@@ -105,7 +106,7 @@ void pts__agent_release_controllers(pts_agent *a) {
 static int rc_alloc(pts_agent *a, int priority, uint32_t refs,
                     pts_remote_controller **out) {
   if (priority >= PTS_PRIORITY_COUNT) return PTS_ETYPE;
-  pts_remote_controller *rc = calloc(1, sizeof *rc);
+  pts_remote_controller *rc = pts__calloc(1, sizeof *rc);
   if (rc == NULL) return PTS_ENOMEM;
   atomic_init(&rc->urefs, 1);
   atomic_init(&rc->refs, refs);
@@ -118,7 +119,7 @@ static int rc_alloc(pts_agent *a, int priority, uint32_t refs,
 
 static void rc_free_unused(pts_remote_controller *rc) {
   pts_agent_unref(rc->agent);
-  free(rc);
+  pts__free(rc);
 }
 
 int pts_remote_controller_new(pts_agent *a, int priority,
@@ -220,7 +221,7 @@ static void rc_op_cmd(pts__command *cmd, int status) {
   if (op->has_reason) pts_value_release(op->reason);
   pts_task_fn done = op->done;
   void *done_data = op->done_data;
-  free(op);
+  pts__free(op);
   rc_drop(rc);
   if (done) done(done_data, r);
 }
@@ -232,7 +233,7 @@ static int rc_send_op(pts_remote_controller *rc, rc_op *op) {
   if (!pts__gate_enter(rc->agent)) {
     rc_drop(rc);
     if (op->has_reason) pts_value_release(op->reason);
-    free(op);
+    pts__free(op);
     return PTS_ECLOSED;
   }
   pts__agent_send(rc->agent, &op->cmd);
@@ -245,7 +246,7 @@ int pts_remote_controller_abort(pts_remote_controller *rc, const pts_value *reas
   if (rc == NULL) return PTS_EINVAL;
   /* A promise belongs to one loop: it cannot travel to another thread. */
   if (reason != NULL && reason->kind == PTS_VALUE_PROMISE) return PTS_EINVAL;
-  rc_op *op = calloc(1, sizeof *op);
+  rc_op *op = pts__calloc(1, sizeof *op);
   if (op == NULL) return PTS_ENOMEM;
   op->is_abort = true;
   if (reason != NULL) {
@@ -261,7 +262,7 @@ int pts_remote_controller_set_priority(pts_remote_controller *rc, int priority,
                                        pts_task_fn done, void *done_data) {
   if (rc == NULL) return PTS_EINVAL;
   if (priority < 0 || priority >= PTS_PRIORITY_COUNT) return PTS_ETYPE;
-  rc_op *op = calloc(1, sizeof *op);
+  rc_op *op = pts__calloc(1, sizeof *op);
   if (op == NULL) return PTS_ENOMEM;
   op->priority = priority;
   op->done = done;
@@ -386,7 +387,7 @@ static void adopt_cleanup(void *d) {
   adopt *ad = d;
   if (!ad->delivered)
     deliver(ad->x, PTS_ECLOSED, pts_error_value(PTS_ECLOSED, "agent destroyed"));
-  free(ad);
+  pts__free(ad);
 }
 
 /* The task itself (direct-callback form of postTask). */
@@ -398,7 +399,7 @@ static void xtask_run(void *d, int status) {
     pts__agent_record_delay(a, now > x->due_ns ? now - x->due_ns : 0);
     pts_value v = x->cb(x->data, 0);
     if (v.kind == PTS_VALUE_PROMISE) {
-      adopt *ad = malloc(sizeof *ad);
+      adopt *ad = pts__malloc(sizeof *ad);
       if (ad != NULL) {
         ad->x = x;
         ad->delivered = false;
@@ -406,7 +407,7 @@ static void xtask_run(void *d, int status) {
                                  adopt_cleanup, NULL);
         pts_value_release(v);
         if (r != 0) {
-          free(ad);
+          pts__free(ad);
           deliver(x, r, pts_error_value(r, NULL));
         }
         return;

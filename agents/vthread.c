@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "agents/agents_impl.h"
+#include "sync/alloc.h"
 
 struct pts__vthread {
   pts_pool pool; /* only opts and q are used (policy.c reads them) */
@@ -36,7 +37,7 @@ static void wake_noop(void *ctx) { (void)ctx; }
 int pts__vthread_new(const pts__vthread_options *opts, pts__vthread **out) {
   if (opts == NULL || out == NULL) return PTS_EINVAL;
   if ((unsigned)opts->policy >= PTS__POLICY_COUNT_ALL) return PTS_EINVAL;
-  pts__vthread *t = calloc(1, sizeof *t);
+  pts__vthread *t = pts__calloc(1, sizeof *t);
   if (t == NULL) return PTS_ENOMEM;
   t->cap = opts->max_agents ? opts->max_agents : 16;
   t->pool.opts.threads = 1;
@@ -48,17 +49,17 @@ int pts__vthread_new(const pts__vthread_options *opts, pts__vthread **out) {
   t->pool.n = 1;
   t->overhead = opts->step_overhead_ns;
   size_t ptrs = (size_t)t->cap * sizeof(pts_agent *);
-  pts__warrays *arr = calloc(1, sizeof *arr + 3 * ptrs + ((size_t)t->cap + 1) * sizeof(uint64_t));
-  t->agents = calloc(t->cap, sizeof *t->agents);
-  t->busy = calloc(t->cap, sizeof *t->busy);
-  if (posix_memalign((void **)&t->w, 64, sizeof *t->w) != 0) t->w = NULL;
+  pts__warrays *arr = pts__calloc(1, sizeof *arr + 3 * ptrs + ((size_t)t->cap + 1) * sizeof(uint64_t));
+  t->agents = pts__calloc(t->cap, sizeof *t->agents);
+  t->busy = pts__calloc(t->cap, sizeof *t->busy);
+  t->w = pts__aligned_alloc(64, sizeof *t->w);
   int bad = t->pool.q.frame_slots > PTS__Q_MAX_SLOTS ? PTS_EINVAL : 0;
   if (arr == NULL || t->agents == NULL || t->busy == NULL || t->w == NULL || bad) {
-    free(arr);
-    free(t->agents);
-    free(t->busy);
-    free(t->w);
-    free(t);
+    pts__free(arr);
+    pts__free(t->agents);
+    pts__free(t->busy);
+    pts__free(t->w);
+    pts__free(t);
     return bad ? bad : PTS_ENOMEM;
   }
   char *p = (char *)(arr + 1);
@@ -83,13 +84,13 @@ void pts__vthread_free(pts__vthread *t) {
     pts_agent *a = t->agents[i];
     pts__loop_pool_detach(a->loop);
     pts_loop_free(a->loop);
-    free(a);
+    pts__free(a);
   }
-  free(t->w->arr);
-  free(t->w);
-  free(t->agents);
-  free(t->busy);
-  free(t);
+  pts__free(t->w->arr);
+  pts__free(t->w);
+  pts__free(t->agents);
+  pts__free(t->busy);
+  pts__free(t);
 }
 
 /* Polls the agent's loop and files it (pool.c: refresh). */
@@ -106,19 +107,23 @@ int pts__vthread_add(pts__vthread *t, uint32_t weight, pts_loop **loop) {
   if (t == NULL || loop == NULL) return PTS_EINVAL;
   if (t->w->nagents == t->cap) return PTS_ENOMEM;
   pts_agent *a;
-  if (posix_memalign((void **)&a, 64, sizeof *a) != 0) return PTS_ENOMEM;
+  if ((a = pts__aligned_alloc(64, sizeof *a)) == NULL) return PTS_ENOMEM;
   memset(a, 0, sizeof *a);
   pts_loop_options lo = {true, 0};
   int rc = pts_loop_new(&lo, &a->loop);
+  if (rc == 0 && pts_global_scheduler(pts_loop_default_global(a->loop)) == NULL) {
+    pts_loop_free(a->loop); /* out of memory: the scheduler is made up front */
+    rc = PTS_ENOMEM;
+  }
   if (rc != 0) {
-    free(a);
+    pts__free(a);
     return rc;
   }
   /* Held like a pool thread holds its loops: pts_loop_run elsewhere fails. */
   rc = pts__loop_pool_attach(a->loop, wake_noop, NULL);
   if (rc != 0) {
     pts_loop_free(a->loop);
-    free(a);
+    pts__free(a);
     return rc;
   }
   a->attached = true;

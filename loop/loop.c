@@ -42,6 +42,7 @@
 #include <time.h>
 
 #include "loop/loop_impl.h"
+#include "sync/alloc.h"
 #include "sync/nodecache.h"
 
 #define container_of(ptr, type, member) \
@@ -117,21 +118,23 @@ static unsigned pool_class(size_t size) { return (unsigned)((size + 15) / 16) - 
 
 void *pts__loop_pool_alloc(pts_loop *loop, size_t size) {
   if (size == 0) size = 1;
-  if (POOL_BYPASS || size > POOL_MAX) return malloc(size);
+  if (POOL_BYPASS || size > POOL_MAX) return pts__malloc(size);
   unsigned c = pool_class(size);
   void *b = loop->pool[c];
   if (b != NULL) {
+    /* A hit counts as an allocation too (sync/alloc.h). */
+    if (pts__alloc_inject()) return NULL;
     loop->pool[c] = *(void **)b;
     return b;
   }
-  return malloc((size_t)(c + 1) * 16);
+  return pts__malloc((size_t)(c + 1) * 16);
 }
 
 void pts__loop_pool_free(pts_loop *loop, void *block, size_t size) {
   if (block == NULL) return;
   if (size == 0) size = 1;
   if (POOL_BYPASS || size > POOL_MAX) {
-    free(block);
+    pts__free(block);
     return;
   }
   unsigned c = pool_class(size);
@@ -144,7 +147,7 @@ static void pool_release_all(pts_loop *loop) {
     while (loop->pool[c] != NULL) {
       void *b = loop->pool[c];
       loop->pool[c] = *(void **)b;
-      free(b);
+      pts__free(b);
     }
   }
 }
@@ -172,7 +175,7 @@ static void ready_update(pts_global *g) {
 }
 
 static pts_global *global_create(pts_loop *l) {
-  pts_global *g = calloc(1, sizeof *g);
+  pts_global *g = pts__calloc(1, sizeof *g);
   if (g == NULL) return NULL;
   g->loop = l;
   g->active = true;
@@ -941,7 +944,7 @@ int pts_loop_new(const pts_loop_options *opts, pts_loop **out) {
   if (out == NULL) return PTS_EINVAL;
   pts_loop *l;
   /* Cache-line aligned: the inbox and parker are padded to lines. */
-  if (posix_memalign((void **)&l, 64, sizeof *l) != 0) return PTS_ENOMEM;
+  if ((l = pts__aligned_alloc(64, sizeof *l)) == NULL) return PTS_ENOMEM;
   memset(l, 0, sizeof *l);
   pts__mpsc_init(&l->inbox);
   pts__parker_init(&l->parker);
@@ -961,7 +964,7 @@ int pts_loop_new(const pts_loop_options *opts, pts_loop **out) {
   l->swept.next = l->swept.prev = &l->swept;
   l->default_global = global_create(l);
   if (l->default_global == NULL) {
-    free(l);
+    pts__free(l);
     return PTS_ENOMEM;
   }
   *out = l;
@@ -999,12 +1002,12 @@ int pts_loop_free(pts_loop *loop) {
   while (loop->globals != NULL) {
     pts_global *g = loop->globals;
     loop->globals = g->next;
-    free(g);
+    pts__free(g);
   }
   pts__timer_heap_free(&loop->heap);
   pts__idmap_free(&loop->ids);
   pool_release_all(loop);
-  free(loop);
+  pts__free(loop);
   return 0;
 }
 

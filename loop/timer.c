@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "loop/loop_impl.h"
+#include "sync/alloc.h"
 
 #define container_of(ptr, type, member) \
   ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
@@ -59,7 +60,7 @@ int pts__timer_heap_reserve(pts__timer_heap *h, uint64_t need) {
   uint64_t cap = h->cap ? h->cap : 64;
   while (cap < need) cap *= 2;
   if (cap > UINT32_MAX - 1) cap = UINT32_MAX - 1;
-  pts__heap_ent *a = realloc(h->a, (size_t)cap * sizeof *a);
+  pts__heap_ent *a = pts__realloc(h->a, (size_t)cap * sizeof *a);
   if (a == NULL) return PTS_ENOMEM;
   h->a = a;
   h->cap = (uint32_t)cap;
@@ -90,7 +91,7 @@ static void heap_remove(pts__timer_heap *h, pts__timer *t) {
 }
 
 void pts__timer_heap_free(pts__timer_heap *h) {
-  free(h->a);
+  pts__free(h->a);
   h->a = NULL;
   h->len = h->cap = 0;
 }
@@ -314,11 +315,11 @@ static uint32_t home(uint64_t id, uint32_t mask) {
 
 static int idmap_grow(pts__idmap *m) {
   uint32_t cap = m->cap ? m->cap * 2 : 16;
-  uint64_t *keys = calloc(cap, sizeof *keys);
-  pts__idnode **vals = calloc(cap, sizeof *vals);
+  uint64_t *keys = pts__calloc(cap, sizeof *keys);
+  pts__idnode **vals = pts__calloc(cap, sizeof *vals);
   if (keys == NULL || vals == NULL) {
-    free(keys);
-    free(vals);
+    pts__free(keys);
+    pts__free(vals);
     return PTS_ENOMEM;
   }
   for (uint32_t i = 0; i < m->cap; i++) {
@@ -328,8 +329,8 @@ static int idmap_grow(pts__idmap *m) {
     keys[j] = m->keys[i];
     vals[j] = m->vals[i];
   }
-  free(m->keys);
-  free(m->vals);
+  pts__free(m->keys);
+  pts__free(m->vals);
   m->keys = keys;
   m->vals = vals;
   m->cap = cap;
@@ -386,8 +387,8 @@ void pts__idmap_del(pts__idmap *m, uint64_t id) {
 }
 
 void pts__idmap_free(pts__idmap *m) {
-  free(m->keys);
-  free(m->vals);
+  pts__free(m->keys);
+  pts__free(m->vals);
   m->keys = NULL;
   m->vals = NULL;
   m->cap = m->count = 0;

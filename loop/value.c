@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ptsched/promise.h"
+#include "sync/alloc.h"
 #include "ptsched/value.h"
 
 struct pts_error {
@@ -22,11 +23,37 @@ struct pts_box {
   void (*destroy)(void *ptr);
 };
 
+/* Out of memory, pts_error_value still gives an error for every listed code:
+ * an immortal one with the code's own sentence (its count starts far from
+ * zero, and balanced copies and releases never bring it down to 1). So the
+ * errors the library makes itself (the AbortError of an abort without a
+ * reason, AbortSignal.timeout's TimeoutError, the PTS_ENOMEM rejections) do
+ * not turn into undefined, or into an abort that never happens. Same layout
+ * as pts_error, with room for the longest sentence of the list. */
+#define IMMORTAL (1u << 30)
+typedef struct {
+  atomic_uint refs;
+  int code;
+  char message[72];
+} fallback_error;
+static fallback_error fallbacks[PTS__ERRNO_COUNT] = {
+#define XX(name, dom, msg) {IMMORTAL, -(int)PTS__ERRNO_IDX_##name - 1, msg},
+    PTS_ERRNO_MAP(XX)
+#undef XX
+};
+
 pts_value pts_error_value(int code, const char *message) {
   if (message == NULL) message = pts_strerror(code);
   size_t len = strlen(message);
-  pts_error *e = malloc(sizeof *e + len + 1);
-  if (e == NULL) return pts_undefined();
+  pts_error *e = pts__malloc(sizeof *e + len + 1);
+  if (e == NULL) {
+    int idx = -code - 1;
+    if (code >= 0 || idx >= (int)PTS__ERRNO_COUNT) return pts_undefined();
+    pts_value v;
+    v.kind = PTS_VALUE_ERROR;
+    v.u.error = (pts_error *)&fallbacks[idx];
+    return v;
+  }
   atomic_init(&e->refs, 1);
   e->code = code;
   memcpy(e->message, message, len + 1);
@@ -37,7 +64,7 @@ pts_value pts_error_value(int code, const char *message) {
 }
 
 pts_value pts_box_value(void *ptr, void (*destroy)(void *ptr)) {
-  pts_box *b = malloc(sizeof *b);
+  pts_box *b = pts__malloc(sizeof *b);
   /* Out of memory: undefined, and ptr stays the caller's (it can tell by
    * the kind). */
   if (b == NULL) return pts_undefined();
@@ -76,14 +103,14 @@ void pts_value_release(pts_value v) {
        * done (the classic release-decrement, acquire-before-free). */
       if (atomic_fetch_sub_explicit(&v.u.error->refs, 1,
                                     memory_order_acq_rel) == 1)
-        free(v.u.error);
+        pts__free(v.u.error);
       break;
     case PTS_VALUE_BOX:
       if (atomic_fetch_sub_explicit(&v.u.box->refs, 1, memory_order_acq_rel) ==
           1) {
         pts_box *b = v.u.box;
         if (b->destroy) b->destroy(b->ptr);
-        free(b);
+        pts__free(b);
       }
       break;
     case PTS_VALUE_PROMISE:

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "sched/signal_internal.h"
+#include "sync/alloc.h"
 
 struct pts__listener {
   pts__listener *next, *prev;
@@ -41,7 +42,7 @@ void pts__listeners_clear(pts__listeners *l) {
     pts__listener *n = l->first[t];
     while (n) {
       pts__listener *next = n->next;
-      free(n);
+      pts__free(n);
       n = next;
     }
     l->first[t] = l->last[t] = NULL;
@@ -59,7 +60,7 @@ static void unlink_node(pts__listeners *l, int t, pts__listener *n) {
     n->next->prev = n->prev;
   else
     l->last[t] = n->prev;
-  free(n);
+  pts__free(n);
 }
 
 /* DOM "remove an event listener": set removed, then drop it from the list.
@@ -87,7 +88,7 @@ static void sweep(pts__listeners *l) {
 
 static int append(pts__listeners *l, int t, pts_listener_fn fn, void *data,
                   bool once, bool is_handler) {
-  pts__listener *n = malloc(sizeof *n);
+  pts__listener *n = pts__malloc(sizeof *n);
   if (!n) return PTS_ENOMEM;
   n->fn = fn;
   n->data = data;

@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "loop/loop_internal.h"
+#include "sync/alloc.h"
 #include "ptsched/scheduler.h"
 #include "sched/sched_internal.h"
 #include "sched/signal_internal.h"
@@ -356,7 +357,7 @@ static int heaps_reserve(sctx *c) {
   if (need <= c->heap_cap) return 0;
   uint32_t cap = c->heap_cap ? c->heap_cap * 2 : 16;
   for (int l = 0; l < LEVELS; l++) {
-    heap_ent *a = realloc(c->levels[l].a, cap * sizeof *a);
+    heap_ent *a = pts__realloc(c->levels[l].a, cap * sizeof *a);
     if (!a) return PTS_ENOMEM; /* the levels already grown keep their room */
     c->levels[l].a = a;
     c->levels[l].cap = cap;
@@ -434,7 +435,7 @@ static squeue *dyn_lookup(pts_scheduler *s, pts_signal *sig, unsigned cont) {
 static int dyn_reserve(pts_scheduler *s) {
   if (s->dyn_count < s->dyn_cap) return 0;
   uint32_t cap = s->dyn_cap ? s->dyn_cap * 2 : 16;
-  squeue **b = calloc(cap, sizeof *b);
+  squeue **b = pts__calloc(cap, sizeof *b);
   if (!b) return PTS_ENOMEM;
   for (uint32_t i = 0; i < s->dyn_cap; i++) {
     squeue *q = s->dyn[i];
@@ -446,7 +447,7 @@ static int dyn_reserve(pts_scheduler *s) {
       q = n;
     }
   }
-  free(s->dyn);
+  pts__free(s->dyn);
   s->dyn = b;
   s->dyn_cap = cap;
   return 0;
@@ -734,8 +735,8 @@ static void ctx_free_parts(sctx *c) {
     if (c->fixed_state[p]) pts__state_unref(&c->fixed_state[p]->hdr);
     if (c->fixed[p]) pts_signal_unref(c->fixed[p]);
   }
-  for (int l = 0; l < LEVELS; l++) free(c->levels[l].a);
-  free(c);
+  for (int l = 0; l < LEVELS; l++) pts__free(c->levels[l].a);
+  pts__free(c);
 }
 
 static int ctx_get(pts_loop *loop, sctx **out) {
@@ -744,7 +745,7 @@ static int ctx_get(pts_loop *loop, sctx **out) {
     *out = c;
     return 0;
   }
-  c = calloc(1, sizeof *c);
+  c = pts__calloc(1, sizeof *c);
   if (!c) return PTS_ENOMEM;
   c->loop = loop;
   for (int p = 0; p < PTS_PRIORITY_COUNT; p++) {
@@ -779,7 +780,7 @@ pts_scheduler *pts_global_scheduler(pts_global *global) {
   if (*slot) return *slot;
   sctx *c;
   if (ctx_get(loop, &c) != 0 || c->dying) return NULL;
-  pts_scheduler *s = calloc(1, sizeof *s);
+  pts_scheduler *s = pts__calloc(1, sizeof *s);
   if (!s) return NULL;
   s->ctx = c;
   s->global = global;
@@ -816,7 +817,7 @@ static void sched_release_all(pts_scheduler *s) {
     }
     queue_unref(q);
   }
-  free(s->dyn);
+  pts__free(s->dyn);
   s->dyn = NULL;
   s->dyn_cap = s->dyn_count = 0;
 }
@@ -851,7 +852,7 @@ static void ctx_destroy(void *vc) {
   pts_scheduler *s = c->schedulers;
   while (s) {
     pts_scheduler *n = s->next;
-    free(s);
+    pts__free(s);
     s = n;
   }
   c->schedulers = NULL;

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 
 #include "loop/loop_internal.h"
+#include "sync/alloc.h"
 #include "sched/signal_internal.h"
 
 /* An abort-graph edge: source is NULL once unlinked. */
@@ -134,7 +135,7 @@ static pts_signal *signal_alloc(pts_loop *loop, size_t base, size_t n_edges,
                                 bool is_task) {
   size_t size = alloc_size(base, n_edges);
   if (size == 0 || n_edges > UINT32_MAX) return NULL;
-  pts_signal *s = calloc(1, size);
+  pts_signal *s = pts__calloc(1, size);
   if (!s) return NULL;
   s->loop = loop;
   s->refs = 1;
@@ -258,7 +259,7 @@ static void destroy(pts_signal *s) {
   pts__listeners_clear(&s->listeners);
   pts_value_release(s->reason);
   atomic_fetch_sub_explicit(&live_signals, 1, memory_order_relaxed);
-  free(s);
+  pts__free(s);
 }
 
 /* ---- algorithms (signal_internal.h) ---- */
@@ -553,6 +554,8 @@ int pts_signal_abort_new(pts_loop *loop, const pts_value *reason,
 static void timeout_task(void *data, int status) {
   timeout_signal *ts = data;
   if (status == 0) {
+    /* Never undefined for a listed code, even out of memory (value.c): a
+     * timeout that could not make its error would never abort. */
     pts_value v = pts_error_value(PTS_ETIMEDOUT, NULL);
     if (v.kind != PTS_VALUE_UNDEFINED) signal_abort(&ts->sig, v);
   }
@@ -602,11 +605,11 @@ static int controller_new(pts_loop *loop, bool is_task, int priority,
   if (!loop || !out) return PTS_EINVAL;
   if (is_task && !valid_priority(priority)) return PTS_ETYPE;
   PTS__CHECK_OWNER(loop);
-  pts_controller *c = malloc(sizeof *c);
+  pts_controller *c = pts__malloc(sizeof *c);
   if (!c) return PTS_ENOMEM;
   c->signal = signal_alloc(loop, sizeof(pts_signal), 0, is_task);
   if (!c->signal) {
-    free(c);
+    pts__free(c);
     return PTS_ENOMEM;
   }
   c->signal->priority = is_task ? priority : PTS_PRIORITY_USER_VISIBLE;
@@ -639,7 +642,7 @@ void pts_controller_unref(pts_controller *c) {
   }
   if (--c->refs > 0) return;
   pts_signal *s = c->signal;
-  free(c);
+  pts__free(c);
   atomic_fetch_sub_explicit(&live_controllers, 1, memory_order_relaxed);
   unref_internal(s);
 }

@@ -23,6 +23,7 @@
  * and writes of a block happen before the producer reuses it.
  */
 #include "sync/nodecache.h"
+#include "sync/alloc.h"
 
 #include <pthread.h>
 #include <stdalign.h>
@@ -119,7 +120,7 @@ static home *home_get(void) {
   if (h != NULL) orphans = h->next_orphan;
   pthread_mutex_unlock(&orphans_mu);
   if (h == NULL) {
-    h = aligned_alloc(PTS__CACHELINE, sizeof *h);
+    h = pts__aligned_alloc(PTS__CACHELINE, sizeof *h);
     if (h == NULL) return NULL;
     memset(h, 0, sizeof *h);
     for (int c = 0; c < 2; c++) atomic_init(&h->ret[c], NULL);
@@ -139,7 +140,7 @@ static home *home_get(void) {
 static void block_free(home *h, unsigned c, blk *b) {
   if (h != NULL) h->total[c]--;
   atomic_fetch_sub_explicit(&n_live, 1, memory_order_relaxed);
-  free(b);
+  pts__free(b);
 }
 
 void *pts__node_get(size_t size) {
@@ -161,11 +162,17 @@ void *pts__node_get(size_t size) {
       }
     }
     if (b != NULL) {
+      /* A hit counts as an allocation too (sync/alloc.h): failing it keeps
+       * the chain cached. */
+      if (pts__alloc_inject()) {
+        h->free[c] = b;
+        return NULL;
+      }
       h->free[c] = b->next;
       return &b->next;
     }
   }
-  b = malloc(block_bytes[c]);
+  b = pts__malloc(block_bytes[c]);
   if (b == NULL) return NULL;
   b->tag = (uintptr_t)h | c;
   if (h != NULL) h->total[c]++;

@@ -116,8 +116,10 @@ PTS_EXTERN bool pts_value_same(pts_value a, pts_value b);
  * "AbortError", PTS_ETYPE -> "TypeError", ...) with any PTS_E* code and a
  * message (copied; NULL for the code's pts_strerror() sentence).
  * @return a PTS_VALUE_ERROR value holding one reference (release it with
- * pts_value_release(), or hand it to a function that takes it over); an
- * undefined value only when out of memory. Any thread. */
+ * pts_value_release(), or hand it to a function that takes it over). Out of
+ * memory: for a listed code, a shared error of that code with its
+ * pts_strerror() sentence (message is dropped); for an unknown code, an
+ * undefined value. Any thread. */
 PTS_EXTERN pts_value pts_error_value(int code, const char *message);
 /** The code of an error value (PTS_EABORT, ...); 0 if v is not of kind
  * PTS_VALUE_ERROR. Borrows v. Any thread. */
