@@ -116,18 +116,20 @@ uint64_t pts_loop_now(pts_loop *loop) {
 
 static unsigned pool_class(size_t size) { return (unsigned)((size + 15) / 16) - 1; }
 
+/* The pool's calls to the allocator, out of line: the hit path below stays
+ * small enough to be inlined into every post (it is most of a post). */
+static __attribute__((noinline)) void *pool_malloc(size_t size) { return pts__malloc(size); }
+
 void *pts__loop_pool_alloc(pts_loop *loop, size_t size) {
   if (size == 0) size = 1;
-  if (POOL_BYPASS || size > POOL_MAX) return pts__malloc(size);
+  if (POOL_BYPASS || size > POOL_MAX) return pool_malloc(size);
   unsigned c = pool_class(size);
   void *b = loop->pool[c];
-  if (b != NULL) {
-    /* A hit counts as an allocation too (sync/alloc.h). */
-    if (pts__alloc_inject()) return NULL;
-    loop->pool[c] = *(void **)b;
-    return b;
-  }
-  return pts__malloc((size_t)(c + 1) * 16);
+  if (b == NULL) return pool_malloc((size_t)(c + 1) * 16);
+  /* A hit counts as an allocation too (sync/alloc.h). */
+  if (pts__alloc_inject()) return NULL;
+  loop->pool[c] = *(void **)b;
+  return b;
 }
 
 void pts__loop_pool_free(pts_loop *loop, void *block, size_t size) {
