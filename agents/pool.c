@@ -338,11 +338,11 @@ static void refresh(pts__worker *w, pts_agent *a, bool ran, uint64_t cpu_ns) {
 
 /* Steps one agent picked by the policy. An agent alone on its worker (and
  * not under the time-partitioned or quantized policies, which time every
- * step against their slots) runs a burst of up to BURST steps: with nobody to share the thread with, the policy would
- * pick it again after each step, so the clock reads, the poll and the
- * policy update are paid once per burst (docs/agents.md, "Hot paths"). The
- * burst ends early when a task did not run or a control command waits (an
- * agent added or destroyed). */
+ * step against their slots) runs a burst of up to BURST steps: with nobody
+ * to share the thread with, the policy would pick it again after each step,
+ * so the clock reads, the poll and the policy update are paid once per
+ * burst (docs/agents.md, "Hot paths"). The burst ends early when a task did
+ * not run or a control command waits (an agent added or destroyed). */
 #define BURST 64
 
 static void run_step(pts__worker *w, pts_agent *a, uint64_t t0) {
