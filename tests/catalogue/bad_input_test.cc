@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -99,6 +100,64 @@ TEST_F(Catalogue, ErrorAccessorsOnNonErrorValues) {
   pts_value_release(e);
 }
 
+TEST_F(Catalogue, ValueCopySameAndBoxOnPlainUnknownAndNaNValues) {
+  // Plain kinds: copy returns the value as it is, release is a no-op.
+  pts_value plain[] = {pts_undefined(), pts_int(-1), pts_double(NAN), pts_ptr(nullptr)};
+  for (const pts_value &v : plain) {
+    pts_value c = pts_value_copy(v);
+    EXPECT_EQ(v.kind, c.kind);
+    EXPECT_EQ(0, memcmp(&v.u, &c.u, sizeof v.u));
+    pts_value_release(c);
+  }
+  // An unknown kind (hand-built): copied as it is, released as a no-op,
+  // never the same as anything (not even itself).
+  pts_value unknown;
+  unknown.kind = (pts_value_kind)99;
+  unknown.u.i = 7;
+  pts_value uc = pts_value_copy(unknown);
+  EXPECT_EQ(99, (int)uc.kind);
+  EXPECT_EQ(7, uc.u.i);
+  pts_value_release(uc);
+  EXPECT_FALSE(pts_value_same(unknown, unknown));
+  EXPECT_EQ(0, pts_error_code(unknown));
+  EXPECT_EQ(nullptr, pts_value_pointer(unknown));
+  // Different kinds are never the same, even with equal payloads.
+  EXPECT_FALSE(pts_value_same(pts_int(0), pts_undefined()));
+  EXPECT_FALSE(pts_value_same(pts_int(0), pts_ptr(nullptr)));
+  // NaN: the payloads compare with ==, so a NaN is not the same as itself
+  // (differs from the header's "SameValue-like": SameValue(NaN, NaN) is
+  // true), and +0 is the same as -0 (SameValue says false).
+  EXPECT_FALSE(pts_value_same(pts_double(NAN), pts_double(NAN)));
+  EXPECT_TRUE(pts_value_same(pts_double(0.0), pts_double(-0.0)));
+  // A box of NULL with no destructor: a box value, pointer NULL, released
+  // without calling anything.
+  pts_value b = pts_box_value(nullptr, nullptr);
+  ASSERT_EQ(PTS_VALUE_BOX, b.kind);
+  EXPECT_EQ(nullptr, pts_value_pointer(b));
+  pts_value b2 = pts_value_copy(b);
+  EXPECT_TRUE(pts_value_same(b, b2));
+  pts_value_release(b2);
+  pts_value_release(b);
+}
+
+// ---- version.h ----
+
+TEST_F(Catalogue, VersionFunctionsTakeNoInput) {
+  // Nothing to pass wrong: the same answer on every thread.
+  const char *v = pts_version_string();
+  ASSERT_NE(nullptr, v);
+  EXPECT_STREQ(PTS_VERSION_STRING, v);
+  EXPECT_EQ((unsigned)PTS_VERSION_NUMBER, pts_version());
+  const char *other = nullptr;
+  unsigned num = 0;
+  std::thread([&] {
+    other = pts_version_string();
+    num = pts_version();
+  }).join();
+  EXPECT_EQ(v, other);
+  EXPECT_EQ((unsigned)PTS_VERSION_NUMBER, num);
+}
+
 // ---- loop.h: the loop ----
 
 TEST_F(Catalogue, LoopNullArguments) {
@@ -115,6 +174,30 @@ TEST_F(Catalogue, LoopNullArguments) {
 TEST_F(Catalogue, LoopRunUnknownMode) {
   EXPECT_EQ(PTS_EINVAL, pts_loop_run(loop, (pts_run_mode)3));
   EXPECT_EQ(PTS_EINVAL, pts_loop_run(loop, (pts_run_mode)-1));
+}
+
+TEST_F(Catalogue, LoopAndGlobalAccessorsOnNull) {
+  EXPECT_EQ(nullptr, pts_loop_default_global(nullptr));
+  EXPECT_EQ(0u, pts_loop_now(nullptr));
+  EXPECT_FALSE(pts_global_is_active(nullptr));
+  EXPECT_FALSE(pts_global_is_detached(nullptr));
+  EXPECT_EQ(nullptr, pts_global_loop(nullptr));
+  EXPECT_EQ(nullptr, pts_global_scheduler(nullptr));
+  // From a foreign thread the scheduler is refused (debug builds: a report
+  // on stderr); the loop accessor is any-thread.
+  pts_scheduler *foreign = s;
+  pts_loop *gl = nullptr;
+  std::thread([&] {
+    foreign = pts_global_scheduler(g);
+    gl = pts_global_loop(g);
+  }).join();
+#ifndef NDEBUG
+  EXPECT_EQ(nullptr, foreign);
+#endif
+  EXPECT_EQ(loop, gl);
+  EXPECT_EQ(s, pts_global_scheduler(g)) << "the owner still gets the same scheduler";
+  EXPECT_TRUE(pts_global_is_active(g));
+  EXPECT_FALSE(pts_global_is_detached(g));
 }
 
 struct Reentry {
@@ -174,6 +257,94 @@ TEST_F(Catalogue, QueueTaskBadArguments) {
   EXPECT_EQ(0, c.calls);
 }
 
+TEST_F(Catalogue, QueueTaskReqBadArgumentsLeaveTheRequestUntouched) {
+  Count c;
+  pts_task_req *req = static_cast<pts_task_req *>(aligned_alloc(64, sizeof(pts_task_req)));
+  ASSERT_NE(nullptr, req);
+  memset(req, 0xA5, sizeof *req);
+  pts_task_req before;
+  memcpy(&before, req, sizeof before);
+  EXPECT_EQ(PTS_EINVAL, pts_queue_task_req_from_any_thread(nullptr, PTS_SOURCE_GENERIC, req, CountFn, &c));
+  EXPECT_EQ(PTS_EINVAL, pts_queue_task_req_from_any_thread(g, PTS_SOURCE_GENERIC, nullptr, CountFn, &c));
+  EXPECT_EQ(PTS_EINVAL, pts_queue_task_req_from_any_thread(g, PTS_SOURCE_GENERIC, req, nullptr, &c));
+  EXPECT_EQ(PTS_EINVAL, pts_queue_task_req_from_any_thread(g, PTS_SOURCE_COUNT, req, CountFn, &c));
+  EXPECT_EQ(PTS_EINVAL, pts_queue_task_req_from_any_thread(g, (pts_task_source)-1, req, CountFn, &c));
+  int rc = 1;
+  std::thread([&] {
+    rc = pts_queue_task_req_from_any_thread(g, (pts_task_source)99, req, CountFn, &c);
+  }).join();
+  EXPECT_EQ(PTS_EINVAL, rc);
+  EXPECT_EQ(0, memcmp(&before, req, sizeof before)) << "a refused request was written";
+  EXPECT_EQ(0, pts_loop_run(loop, PTS_RUN_UNTIL_IDLE));
+  EXPECT_EQ(0, c.calls);
+  free(req);
+}
+
+TEST_F(Catalogue, IdleDeadlineFunctionsOnNull) {
+  // NULL (what an idle callback gets with a non-zero status): 0 and false.
+  EXPECT_EQ(0u, pts_idle_time_remaining(nullptr));
+  EXPECT_FALSE(pts_idle_did_timeout(nullptr));
+  // A cancelled request's callback is never called, so it never sees a
+  // deadline; a released one gets NULL.
+  struct Seen {
+    int calls = 0, status = 1;
+    const pts_idle_deadline *d = reinterpret_cast<const pts_idle_deadline *>(1);
+  } seen;
+  pts_global *g2;
+  ASSERT_EQ(0, pts_global_new(loop, &g2));
+  ASSERT_EQ(0, pts_request_idle_callback(g2, [](void *p, int st, const pts_idle_deadline *d) {
+    auto *s = static_cast<Seen *>(p);
+    s->calls++;
+    s->status = st;
+    s->d = d;
+    EXPECT_EQ(0u, pts_idle_time_remaining(d));
+    EXPECT_FALSE(pts_idle_did_timeout(d));
+  }, &seen, 0, nullptr));
+  EXPECT_EQ(0, pts_global_detach(g2));
+  EXPECT_EQ(1, seen.calls);
+  EXPECT_EQ(PTS_ECANCELED, seen.status);
+  EXPECT_EQ(nullptr, seen.d);
+}
+
+struct Captured {
+  pts_loop *loop;
+  pts_sched_state *st = nullptr;
+};
+
+TEST_F(Catalogue, SchedulingStateFunctionsOnNull) {
+  EXPECT_EQ(nullptr, pts_loop_capture_state(nullptr));
+  pts_loop_leave_state(nullptr);         // no-op
+  pts_sched_state_unref(nullptr);        // no-op
+  pts_loop_enter_state(nullptr, nullptr);  // no-op
+  // A real state (captured inside a scheduler task), entered on a NULL loop:
+  // nothing changes, the reference stays the caller's.
+  Captured cap{loop};
+  ASSERT_EQ(0, pts_scheduler_post(s, [](void *d, int st) {
+    if (st) return;
+    auto *c = static_cast<Captured *>(d);
+    c->st = pts_loop_capture_state(c->loop);
+  }, &cap, nullptr));
+  EXPECT_EQ(1, pts_loop_run(loop, PTS_RUN_UNTIL_IDLE));
+  ASSERT_NE(nullptr, cap.st);
+  EXPECT_EQ(nullptr, pts_loop_capture_state(loop)) << "no current state outside a task";
+  pts_loop_enter_state(nullptr, cap.st);
+  EXPECT_EQ(nullptr, pts_loop_capture_state(loop)) << "entering on NULL changed the loop";
+  // From a foreign thread (debug builds: refused with a report on stderr).
+  pts_sched_state *foreign = reinterpret_cast<pts_sched_state *>(1);
+  std::thread([&] {
+    pts_loop_enter_state(loop, cap.st);
+    foreign = pts_loop_capture_state(loop);
+    pts_loop_leave_state(loop);
+  }).join();
+#ifndef NDEBUG
+  EXPECT_EQ(nullptr, foreign);
+  EXPECT_EQ(nullptr, pts_loop_capture_state(loop)) << "a foreign enter changed the loop";
+#else
+  pts_sched_state_unref(foreign);
+#endif
+  pts_sched_state_unref(cap.st);
+}
+
 TEST_F(Catalogue, WorkOnADetachedGlobal) {
   pts_global *g2;
   ASSERT_EQ(0, pts_global_new(loop, &g2));
@@ -231,6 +402,7 @@ TEST_F(Catalogue, IdleCallbackBadArgumentsAndUnknownIds) {
   EXPECT_EQ(PTS_EINVAL, pts_request_idle_callback(nullptr, CountIdle, &c, 0, nullptr));
   EXPECT_EQ(PTS_EINVAL, pts_request_idle_callback(g, nullptr, &c, 0, nullptr));
   EXPECT_EQ(PTS_ENOTFOUND, pts_cancel_idle_callback(g, 987654321));
+  EXPECT_EQ(PTS_EINVAL, pts_cancel_idle_callback(nullptr, 1));
   uint64_t id;
   ASSERT_EQ(0, pts_request_idle_callback(g, CountIdle, &c, 0, &id));
   EXPECT_EQ(0, pts_cancel_idle_callback(g, id));
@@ -299,6 +471,20 @@ TEST_F(Catalogue, PromiseResolvedTwiceOrWithItself) {
   EXPECT_TRUE(pts_value_is_error(pts_promise_get_result(q), PTS_ETYPE));
   pts_promise_unref(p);
   pts_promise_unref(q);
+}
+
+TEST_F(Catalogue, PromiseAccessorsOnNull) {
+  pts_promise_ref(nullptr);    // no-op
+  pts_promise_unref(nullptr);  // no-op
+  EXPECT_EQ(PTS_PROMISE_PENDING, pts_promise_get_state(nullptr));
+  EXPECT_EQ(PTS_VALUE_UNDEFINED, pts_promise_get_result(nullptr).kind);
+  EXPECT_EQ(nullptr, pts_promise_get_loop(nullptr));
+  // The header does not say: a promise-kind value holding NULL, whose
+  // release is a no-op.
+  pts_value v = pts_promise_value(nullptr);
+  EXPECT_EQ(PTS_VALUE_PROMISE, v.kind);
+  EXPECT_EQ(nullptr, v.u.promise);
+  pts_value_release(v);
 }
 
 // ---- signal.h ----
@@ -412,6 +598,12 @@ TEST_F(Catalogue, SignalFactoriesAndQueriesBadArguments) {
   EXPECT_FALSE(pts_signal_is_task_signal(nullptr));
   EXPECT_EQ(PTS_EINVAL, pts_signal_priority(nullptr));
   EXPECT_EQ(nullptr, pts_signal_get_loop(nullptr));
+  EXPECT_EQ(PTS_VALUE_UNDEFINED, pts_signal_reason(nullptr).kind);
+  pts_value untouched = pts_int(5);
+  EXPECT_EQ(PTS_EINVAL, pts_signal_throw_if_aborted(nullptr, &untouched));
+  EXPECT_EQ(PTS_EINVAL, pts_signal_throw_if_aborted(nullptr, nullptr));
+  EXPECT_EQ(5, untouched.u.i) << "a failed throwIfAborted wrote its output";
+  EXPECT_FALSE(pts_signal_has_fixed_priority(nullptr));
   EXPECT_EQ(PTS_EINVAL, pts_signal_add_listener(nullptr, PTS_EVENT_ABORT, CountListener, nullptr, false));
   EXPECT_EQ(PTS_EINVAL, pts_signal_remove_listener(nullptr, PTS_EVENT_ABORT, CountListener, nullptr));
   EXPECT_EQ(PTS_EINVAL, pts_signal_set_handler(nullptr, PTS_EVENT_ABORT, CountListener, nullptr));
@@ -652,6 +844,126 @@ TEST_F(Catalogue, AgentsBlockingCallsFromAPoolThreadAreBusy) {
   EXPECT_EQ(PTS_EBUSY, f.shutdown.load());
   EXPECT_EQ(PTS_EBUSY, f.drain.load());
   EXPECT_EQ(PTS_EBUSY, f.destroy.load());
+  EXPECT_EQ(0, pts_pool_shutdown(pool));
+  pts_agent_unref(a);
+}
+
+TEST_F(Catalogue, AgentAndPoolAccessorsAndStatisticsBadArguments) {
+  EXPECT_EQ(nullptr, pts_policy_name(PTS_POLICY_COUNT));
+  EXPECT_EQ(nullptr, pts_policy_name(-1));
+  EXPECT_EQ(0u, pts_pool_threads(nullptr));
+  EXPECT_EQ(PTS_EINVAL, pts_pool_shutdown(nullptr));
+  pts_pool_options po;
+  memset(&po, 0, sizeof po);
+  po.threads = 4097;  // above the pool's limit of 4096
+  pts_pool *pool = nullptr;
+  EXPECT_EQ(PTS_EINVAL, pts_pool_new(&po, &pool));
+  EXPECT_EQ(nullptr, pool);
+  po.threads = 1;
+  EXPECT_EQ(PTS_EINVAL, pts_pool_new(&po, nullptr));
+  ASSERT_EQ(0, pts_pool_new(&po, &pool));
+  EXPECT_EQ(1u, pts_pool_threads(pool));
+  pts_agent *a = nullptr;
+  EXPECT_EQ(PTS_EINVAL, pts_agent_new(nullptr, nullptr, &a));
+  EXPECT_EQ(PTS_EINVAL, pts_agent_new(pool, nullptr, nullptr));
+  pts_agent_options ao = PTS_AGENT_OPTIONS_INIT;
+  ao.thread = -2;  // neither a thread nor "by rule"
+  EXPECT_EQ(PTS_EINVAL, pts_agent_new(pool, &ao, &a));
+  EXPECT_EQ(nullptr, a);
+  ASSERT_EQ(0, pts_agent_new(pool, nullptr, &a));
+  pts_agent_ref(nullptr);    // no-op
+  pts_agent_unref(nullptr);  // no-op
+  EXPECT_EQ(PTS_EINVAL, pts_agent_thread(nullptr));
+  EXPECT_EQ(0, pts_agent_thread(a));
+  EXPECT_EQ(nullptr, pts_agent_loop(nullptr));
+  EXPECT_EQ(PTS_EINVAL, pts_agent_destroy(nullptr, true));
+  EXPECT_EQ(PTS_EINVAL, pts_agent_destroy(nullptr, false));
+  EXPECT_EQ(PTS_EINVAL, pts_agent_drain(nullptr));
+  Count c;
+  EXPECT_EQ(PTS_EINVAL, pts_agent_queue_task(nullptr, PTS_SOURCE_GENERIC, CountFn, &c));
+  EXPECT_EQ(PTS_EINVAL, pts_agent_queue_task(a, PTS_SOURCE_GENERIC, nullptr, &c));
+  EXPECT_EQ(PTS_EINVAL, pts_agent_queue_task(a, (pts_task_source)-1, CountFn, &c));
+  EXPECT_EQ(PTS_EINVAL, pts_agent_post_task(a, nullptr, nullptr, &c, nullptr, nullptr, nullptr));
+  // Statistics: NULL object or output, a thread out of range; the output is
+  // left as it was.
+  pts_agent_stats st;
+  memset(&st, 0xA5, sizeof st);
+  pts_agent_stats st_before = st;
+  EXPECT_EQ(PTS_EINVAL, pts_agent_get_stats(nullptr, &st));
+  EXPECT_EQ(PTS_EINVAL, pts_agent_get_stats(a, nullptr));
+  EXPECT_EQ(0, memcmp(&st_before, &st, sizeof st));
+  pts_thread_stats ts;
+  memset(&ts, 0xA5, sizeof ts);
+  pts_thread_stats ts_before = ts;
+  EXPECT_EQ(PTS_EINVAL, pts_pool_get_thread_stats(nullptr, 0, &ts));
+  EXPECT_EQ(PTS_EINVAL, pts_pool_get_thread_stats(pool, 0, nullptr));
+  EXPECT_EQ(PTS_EINVAL, pts_pool_get_thread_stats(pool, 1, &ts));
+  EXPECT_EQ(PTS_EINVAL, pts_pool_get_thread_stats(pool, UINT32_MAX, &ts));
+  EXPECT_EQ(0, memcmp(&ts_before, &ts, sizeof ts));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  EXPECT_EQ(0, c.calls);
+  EXPECT_EQ(0, pts_agent_get_stats(a, &st));
+  EXPECT_EQ(0, pts_pool_get_thread_stats(pool, 0, &ts));
+  EXPECT_EQ(0, pts_pool_shutdown(pool));
+  EXPECT_EQ(0, c.calls);
+  pts_agent_unref(a);
+}
+
+struct RemoteInside {
+  pts_agent *a;
+  std::atomic<int> bad_prio{1}, null_out{1}, ok{1};
+  std::atomic<bool> got_null_rc{false}, got_own{false};
+};
+
+TEST_F(Catalogue, RemoteControllersBadArguments) {
+  pts_pool_options po;
+  memset(&po, 0, sizeof po);
+  po.threads = 1;
+  pts_pool *pool;
+  ASSERT_EQ(0, pts_pool_new(&po, &pool));
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(pool, nullptr, &a));
+  pts_remote_controller *rc = nullptr;
+  EXPECT_EQ(PTS_EINVAL, pts_remote_controller_new_async(nullptr, 0, &rc));
+  EXPECT_EQ(PTS_EINVAL, pts_remote_controller_new_async(a, 0, nullptr));
+  EXPECT_EQ(PTS_ETYPE, pts_remote_controller_new_async(a, 3, &rc));
+  EXPECT_EQ(PTS_EINVAL, pts_remote_controller_new(nullptr, 0, &rc));
+  EXPECT_EQ(PTS_EINVAL, pts_remote_controller_new(a, 0, nullptr));
+  EXPECT_EQ(PTS_EFOREIGN, pts_remote_controller_new(a, 0, &rc)) << "not on the agent's thread";
+  EXPECT_EQ(nullptr, rc);
+  pts_remote_controller_ref(nullptr);    // no-op
+  pts_remote_controller_unref(nullptr);  // no-op
+  EXPECT_EQ(nullptr, pts_remote_controller_get(nullptr));
+  Count c;
+  EXPECT_EQ(PTS_EINVAL, pts_remote_controller_abort(nullptr, nullptr, CountFn, &c));
+  EXPECT_EQ(PTS_EINVAL, pts_remote_controller_set_priority(nullptr, 1, CountFn, &c));
+  // On the agent's thread: an unknown priority and a NULL out are refused.
+  RemoteInside in{a};
+  ASSERT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_GENERIC, [](void *d, int st) {
+    if (st) return;
+    auto *in = static_cast<RemoteInside *>(d);
+    pts_remote_controller *r = nullptr;
+    in->bad_prio = pts_remote_controller_new(in->a, 3, &r);
+    in->null_out = pts_remote_controller_new(in->a, 0, nullptr);
+    in->got_null_rc = pts_remote_controller_get(nullptr) == nullptr && r == nullptr;
+    in->ok = pts_remote_controller_new(in->a, 1, &r);
+    if (r != nullptr) {
+      in->got_own = pts_remote_controller_get(r) != nullptr;
+      pts_remote_controller_unref(r);
+    }
+  }, &in));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  EXPECT_EQ(PTS_ETYPE, in.bad_prio.load());
+  EXPECT_EQ(PTS_EINVAL, in.null_out.load());
+  EXPECT_TRUE(in.got_null_rc.load());
+  EXPECT_EQ(0, in.ok.load());
+  EXPECT_TRUE(in.got_own.load());
+  // Off the agent's thread, get gives NULL even for a valid handle.
+  ASSERT_EQ(0, pts_remote_controller_new_async(a, 0, &rc));
+  EXPECT_EQ(nullptr, pts_remote_controller_get(rc));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  EXPECT_EQ(0, c.calls);
+  pts_remote_controller_unref(rc);
   EXPECT_EQ(0, pts_pool_shutdown(pool));
   pts_agent_unref(a);
 }
