@@ -82,6 +82,8 @@ TEST_F(Catalogue, PriorityNamesOutOfRangeAndUnknown) {
   EXPECT_EQ(PTS_ETYPE, pts_priority_parse("urgent", &p));
   EXPECT_EQ(PTS_ETYPE, pts_priority_parse("", &p));
   EXPECT_EQ(PTS_ETYPE, pts_priority_parse("User-Blocking", &p));
+  EXPECT_EQ(PTS_ETYPE, pts_priority_parse(nullptr, &p));
+  EXPECT_EQ(PTS_ETYPE, pts_priority_parse("background", nullptr));
   EXPECT_EQ(PTS_PRIORITY_BACKGROUND, p) << "a failed parse wrote its output";
 }
 
@@ -167,6 +169,10 @@ TEST_F(Catalogue, LoopNullArguments) {
   EXPECT_EQ(PTS_EINVAL, pts_loop_stop(nullptr));
   EXPECT_EQ(PTS_EINVAL, pts_loop_advance(nullptr, 1));
   EXPECT_EQ(PTS_EINVAL, pts_global_new(nullptr, &g));
+  pts_global *unset = nullptr;
+  EXPECT_EQ(PTS_EINVAL, pts_global_new(loop, nullptr));
+  EXPECT_EQ(PTS_EINVAL, pts_global_new(nullptr, &unset));
+  EXPECT_EQ(nullptr, unset);
   EXPECT_EQ(PTS_EINVAL, pts_global_set_active(nullptr, false));
   EXPECT_EQ(PTS_EINVAL, pts_global_detach(nullptr));
 }
@@ -561,6 +567,8 @@ TEST_F(Catalogue, AnyBadSignalLists) {
   EXPECT_EQ(PTS_EINVAL, pts_signal_any(loop, list, 2, &out));
   EXPECT_EQ(PTS_EINVAL, pts_signal_any(nullptr, list, 1, &out));
   EXPECT_EQ(PTS_EINVAL, pts_signal_any(loop, list, 1, nullptr));
+  EXPECT_EQ(PTS_EINVAL, pts_signal_any(loop, nullptr, 1, &out));
+  EXPECT_EQ(PTS_EINVAL, pts_task_signal_any(loop, nullptr, 1, nullptr, &out));
   pts_task_signal_any_init init = PTS_TASK_SIGNAL_ANY_INIT;
   EXPECT_EQ(PTS_EINVAL, pts_task_signal_any(loop, list, 2, &init, &out));
   init.priority = 7;
