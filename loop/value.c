@@ -3,6 +3,7 @@
  * threads; the thread that drops the last reference frees the object.
  * Promise values delegate to the promise's own (owner-thread) count.
  */
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,9 @@ bool pts_value_same(pts_value a, pts_value b) {
     case PTS_VALUE_INT:
       return a.u.i == b.u.i;
     case PTS_VALUE_DOUBLE:
+      /* ECMA-262 Number::sameValue: NaN is the same as NaN, +0 is not -0. */
+      if (isnan(a.u.d)) return isnan(b.u.d);
+      if (a.u.d == 0 && b.u.d == 0) return signbit(a.u.d) == signbit(b.u.d);
       return a.u.d == b.u.d;
     case PTS_VALUE_PTR:
       return a.u.ptr == b.u.ptr;

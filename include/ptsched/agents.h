@@ -85,9 +85,11 @@ PTS_EXTERN int pts_pool_new(const pts_pool_options *opts, pts_pool **out);
  * pending work is released: promises rejected, callbacks given
  * PTS_ECLOSED) and frees the pool. Not from a pool thread (PTS_EBUSY).
  * Agent handles stay valid until unref'd. Any other thread.
- * @retval PTS_EBUSY called from a pool thread. @retval PTS_ECLOSED already
- * shut down. @retval PTS_ENOMEM out of memory: nothing done, the pool runs on
- * (call it again). */
+ * The pool is freed when the call returns 0: calling it again after that is
+ * a use after free, like any call on a freed object.
+ * @retval PTS_EBUSY called from a pool thread. @retval PTS_ECLOSED another
+ * call's shutdown of this pool is in progress. @retval PTS_ENOMEM out of
+ * memory: nothing done, the pool runs on (call it again). */
 PTS_EXTERN int pts_pool_shutdown(pts_pool *pool);
 /** The pool's number of threads; 0 for NULL. Any thread. */
 PTS_EXTERN unsigned pts_pool_threads(const pts_pool *pool);

@@ -108,8 +108,11 @@ PTS_EXTERN pts_value pts_value_copy(pts_value v);
  * reference goes runs its destructor on this thread. Promise values must be
  * released on their loop's owner thread; others on any thread. */
 PTS_EXTERN void pts_value_release(pts_value v);
-/** SameValue-like comparison: identity for owned kinds (same object),
- * equality of kind and payload for plain kinds. Borrows both. Any thread. */
+/** SameValue (ECMA-262 7.2.10) of two values: identity for owned kinds (same
+ * object), equality of kind and payload for plain kinds, with doubles
+ * compared as Number::sameValue (NaN is the same as NaN, +0 is not the same
+ * as -0). A value of an unknown kind is the same as nothing. Borrows both.
+ * Any thread. */
 PTS_EXTERN bool pts_value_same(pts_value a, pts_value b);
 
 /** A new error value (a DOMException when code is one: PTS_EABORT ->

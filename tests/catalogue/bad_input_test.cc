@@ -126,11 +126,13 @@ TEST_F(Catalogue, ValueCopySameAndBoxOnPlainUnknownAndNaNValues) {
   // Different kinds are never the same, even with equal payloads.
   EXPECT_FALSE(pts_value_same(pts_int(0), pts_undefined()));
   EXPECT_FALSE(pts_value_same(pts_int(0), pts_ptr(nullptr)));
-  // NaN: the payloads compare with ==, so a NaN is not the same as itself
-  // (differs from the header's "SameValue-like": SameValue(NaN, NaN) is
-  // true), and +0 is the same as -0 (SameValue says false).
-  EXPECT_FALSE(pts_value_same(pts_double(NAN), pts_double(NAN)));
-  EXPECT_TRUE(pts_value_same(pts_double(0.0), pts_double(-0.0)));
+  // Doubles compare as Number::sameValue (found by the catalogue: they were
+  // compared with ==): NaN is the same as NaN, +0 is not the same as -0.
+  EXPECT_TRUE(pts_value_same(pts_double(NAN), pts_double(NAN)));
+  EXPECT_FALSE(pts_value_same(pts_double(0.0), pts_double(-0.0)));
+  EXPECT_TRUE(pts_value_same(pts_double(-0.0), pts_double(-0.0)));
+  EXPECT_TRUE(pts_value_same(pts_double(1.5), pts_double(1.5)));
+  EXPECT_FALSE(pts_value_same(pts_double(NAN), pts_double(1.5)));
   // A box of NULL with no destructor: a box value, pointer NULL, released
   // without calling anything.
   pts_value b = pts_box_value(nullptr, nullptr);
