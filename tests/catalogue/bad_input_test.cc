@@ -41,6 +41,14 @@ class Catalogue : public ::testing::Test {
     EXPECT_EQ(signals_, pts__signal_live_count()) << "signal leaked";
     EXPECT_EQ(states_, pts__sched_live_states()) << "scheduling state leaked";
   }
+  // A one-thread pool (strict policy) with one agent on it.
+  void OneThreadPoolWithAnAgent(pts_pool **pool, pts_agent **a) {
+    pts_pool_options po;
+    memset(&po, 0, sizeof po);
+    po.threads = 1;
+    ASSERT_EQ(0, pts_pool_new(&po, pool));
+    ASSERT_EQ(0, pts_agent_new(*pool, nullptr, a));
+  }
   pts_loop *loop = nullptr;
   pts_global *g = nullptr;
   pts_scheduler *s = nullptr;
@@ -835,13 +843,9 @@ struct FromPool {
 };
 
 TEST_F(Catalogue, AgentsBlockingCallsFromAPoolThreadAreBusy) {
-  pts_pool_options po;
-  memset(&po, 0, sizeof po);
-  po.threads = 1;
   pts_pool *pool;
-  ASSERT_EQ(0, pts_pool_new(&po, &pool));
   pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(pool, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(OneThreadPoolWithAnAgent(&pool, &a));
   FromPool f{pool, a};
   ASSERT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_GENERIC, [](void *d, int st) {
     if (st) return;
@@ -926,13 +930,9 @@ struct RemoteInside {
 };
 
 TEST_F(Catalogue, RemoteControllersBadArguments) {
-  pts_pool_options po;
-  memset(&po, 0, sizeof po);
-  po.threads = 1;
   pts_pool *pool;
-  ASSERT_EQ(0, pts_pool_new(&po, &pool));
   pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(pool, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(OneThreadPoolWithAnAgent(&pool, &a));
   pts_remote_controller *rc = nullptr;
   EXPECT_EQ(PTS_EINVAL, pts_remote_controller_new_async(nullptr, 0, &rc));
   EXPECT_EQ(PTS_EINVAL, pts_remote_controller_new_async(a, 0, nullptr));

@@ -46,6 +46,29 @@ TEST_F(Scheduler, CallbackFormFastPathIsFifo) {
   ExpectNoLiveTasks();
 }
 
+// The loop runs scheduler tasks back to back while they are its only work
+// (docs/loop.md): a stop requested by one of them still ends the run after
+// that task, and a task queued by one of them on an ordinary source still
+// takes its turn by the policy: ahead of background tasks that are older.
+TEST_F(Scheduler, BurstsHonourStopAndOrdinaryTasks) {
+  for (int i = 0; i < 5; i++) {
+    pts_post_options o = Prio(i < 3 ? PTS_PRIORITY_USER_VISIBLE : PTS_PRIORITY_BACKGROUND);
+    ASSERT_EQ(PostCb([this, i](int st) {
+                if (st) return;
+                Push(std::to_string(i));
+                if (i == 1) pts_loop_stop(loop);
+                if (i == 2) pts_queue_task(pts_loop_default_global(loop), PTS_SOURCE_GENERIC,
+                                           [](void *d, int) { static_cast<Scheduler *>(d)->Push("g"); },
+                                           this);
+              }, &o), 0);
+  }
+  EXPECT_EQ(pts_loop_run(loop, PTS_RUN_FOREVER), 1);
+  EXPECT_EQ(ids, (std::vector<std::string>{"0", "1"}));  // stopped after task 1
+  Run();
+  EXPECT_EQ(ids, (std::vector<std::string>{"0", "1", "2", "g", "3", "4"}));
+  ExpectNoLiveTasks();
+}
+
 TEST_F(Scheduler, CallbackFormAbortCallsTheCallbackOnceWithEAbort) {
   pts_controller *c = TaskController();
   pts_post_options o = Sig(pts_controller_signal(c));
