@@ -221,9 +221,14 @@ static void rc_op_cmd(pts__command *cmd, int status) {
   if (op->has_reason) pts_value_release(op->reason);
   pts_task_fn done = op->done;
   void *done_data = op->done_data;
+  pts_loop *loop = rc->agent->loop;
   pts__free(op);
   rc_drop(rc);
-  if (done) done(done_data, r);
+  if (done) {
+    pts__script_enter(loop);
+    done(done_data, r);
+    pts__script_leave(loop);
+  }
 }
 
 static int rc_send_op(pts_remote_controller *rc, rc_op *op) {
@@ -390,6 +395,15 @@ static void adopt_cleanup(void *d) {
   pts__free(ad);
 }
 
+/* The embedder's callback, as script of its own (loop_internal.h). */
+static pts_value xtask_call(xtask *x, int status) {
+  pts_loop *loop = x->agent->loop;
+  pts__script_enter(loop);
+  pts_value v = x->cb(x->data, status);
+  pts__script_leave(loop);
+  return v;
+}
+
 /* The task itself (direct-callback form of postTask). */
 static void xtask_run(void *d, int status) {
   xtask *x = d;
@@ -397,7 +411,17 @@ static void xtask_run(void *d, int status) {
   if (status == 0) {
     uint64_t now = pts__stat_now_ns();
     pts__agent_record_delay(a, now > x->due_ns ? now - x->due_ns : 0);
-    pts_value v = x->cb(x->data, 0);
+    pts_value v = xtask_call(x, 0);
+    /* As postTask's result promise: the callback's microtasks run before
+     * the outcome is settled (the scheduler called this task as script, so
+     * the clean-up is done here), and an abort they cause wins. */
+    pts__loop_perform_checkpoint(a->loop);
+    if (x->signal != NULL && pts_signal_aborted(x->signal) &&
+        v.kind != PTS_VALUE_PROMISE) {
+      pts_value_release(v);
+      deliver(x, PTS_EABORT, pts_value_copy(pts_signal_reason(x->signal)));
+      return;
+    }
     if (v.kind == PTS_VALUE_PROMISE) {
       adopt *ad = pts__malloc(sizeof *ad);
       if (ad != NULL) {
@@ -418,10 +442,10 @@ static void xtask_run(void *d, int status) {
     }
     deliver(x, v.kind == PTS_VALUE_ERROR ? PTS_EERROR : 0, v);
   } else if (status == PTS_EABORT) {
-    pts_value_release(x->cb(x->data, PTS_EABORT));
+    pts_value_release(xtask_call(x, PTS_EABORT));
     deliver(x, PTS_EABORT, pts_value_copy(pts_signal_reason(x->signal)));
   } else {
-    pts_value_release(x->cb(x->data, PTS_ECANCELED));
+    pts_value_release(xtask_call(x, PTS_ECANCELED));
     deliver(x, PTS_ECLOSED, pts_error_value(PTS_ECLOSED, "agent destroyed"));
   }
 }
@@ -463,7 +487,7 @@ static void xtask_cmd(pts__command *cmd, int status) {
     xtask_run(x, PTS_EABORT); /* already aborted: never enqueued */
     return;
   }
-  pts_value_release(x->cb(x->data, PTS_ECANCELED));
+  pts_value_release(xtask_call(x, PTS_ECANCELED));
   deliver(x, r, pts_error_value(r, NULL));
 }
 
@@ -531,7 +555,10 @@ static void xqueue_cmd(pts__command *cmd, int status) {
     pts__task_init(&q->task, pts_loop_default_global(q->agent->loop), xqueue_run, q);
     if (pts__task_queue(&q->task, q->source) == 0) return;
   }
+  pts_loop *loop = q->agent->loop;
+  pts__script_enter(loop);
   xqueue_run(q, PTS_ECANCELED);
+  pts__script_leave(loop);
 }
 
 int pts_agent_queue_task(pts_agent *a, pts_task_source source, pts_task_fn fn,

@@ -84,8 +84,11 @@ static void invoke(pts__idle_req *r, uint64_t deadline, bool did_timeout) {
       loop->idle_state_factory ? loop->idle_state_factory(loop) : NULL;
   pts_sched_state *prev = pts__loop_swap_state(loop, state);
   loop->idle_state_wanted = state == NULL; /* made on first read if needed */
+  pts__script_enter(loop);
   fn(data, 0, &dl);
+  /* Not past the callback: a microtask with no state must not get one. */
   loop->idle_state_wanted = false;
+  pts__script_leave(loop); /* its microtasks, with the idle state current */
   pts__loop_swap_state(loop, prev);
   pts__state_unref(state);
   pts__state_unref(loop->idle_state_made);

@@ -306,7 +306,10 @@ static void xpost_run(void *d, int status) { xpost_finish(d, status); }
 static void xpost_cmd(pts__command *cmd, int status) {
   xpost *x = container_of(cmd, xpost, cmd);
   if (status == 0 && pts__task_queue(&x->t, x->source) == 0) return;
+  pts_loop *loop = x->t.global->loop;
+  pts__script_enter(loop);
   xpost_finish(x, PTS_ECANCELED);
+  pts__script_leave(loop);
 }
 
 int pts_queue_task_from_any_thread(pts_global *global, pts_task_source source,
@@ -341,7 +344,10 @@ static void xreq_cmd(pts__command *cmd, int status) {
   xreq *x = container_of(cmd, xreq, cmd);
   pts_task_source source = (pts_task_source)x->t.order;
   if (status == 0 && pts__task_queue(&x->t, source) == 0) return;
+  pts_loop *loop = x->t.global->loop;
+  pts__script_enter(loop);
   x->t.fn(x->t.data, PTS_ECANCELED);
+  pts__script_leave(loop);
 }
 
 int pts_queue_task_req_from_any_thread(pts_global *global, pts_task_source source,
@@ -360,16 +366,20 @@ int pts_queue_task_req_from_any_thread(pts_global *global, pts_task_source sourc
 
 typedef struct xcall {
   pts__command cmd;
+  pts_loop *loop;
   pts_task_fn fn;
   void *data;
 } xcall;
 
 static void xcall_cmd(pts__command *cmd, int status) {
   xcall *x = container_of(cmd, xcall, cmd);
+  pts_loop *loop = x->loop;
   pts_task_fn fn = x->fn;
   void *data = x->data;
   pts__node_put(x);
+  pts__script_enter(loop);
   fn(data, status);
+  pts__script_leave(loop);
 }
 
 int pts_loop_call_from_any_thread(pts_loop *loop, pts_task_fn fn, void *data) {
@@ -377,6 +387,7 @@ int pts_loop_call_from_any_thread(pts_loop *loop, pts_task_fn fn, void *data) {
   xcall *x = pts__node_get(sizeof *x);
   if (x == NULL) return PTS_ENOMEM;
   x->cmd.fn = xcall_cmd;
+  x->loop = loop;
   x->fn = fn;
   x->data = data;
   pts__loop_send_from_any_thread(loop, &x->cmd);
@@ -446,6 +457,22 @@ static void checkpoint(pts_loop *loop) {
   loop->in_checkpoint = false;
 }
 
+void pts__loop_perform_checkpoint(pts_loop *loop) { checkpoint(loop); }
+
+void pts__script_enter(pts_loop *loop) { loop->script_depth++; }
+
+void pts__script_leave(pts_loop *loop) {
+  if (--loop->script_depth == 0 && loop->mt_head != NULL) checkpoint(loop);
+}
+
+uint32_t pts__script_suspend(pts_loop *loop) {
+  uint32_t depth = loop->script_depth;
+  loop->script_depth = 0;
+  return depth;
+}
+
+void pts__script_resume(pts_loop *loop, uint32_t depth) { loop->script_depth = depth; }
+
 static void cancel_microtasks(pts_loop *loop) {
   pts__microtask *mt;
   while ((mt = mt_pop(loop)) != NULL) mt->run(mt, PTS_ECANCELED);
@@ -467,10 +494,11 @@ static void qmt_run(pts__microtask *mt, int status) {
   pts_sched_state *state = q->state;
   pts__loop_pool_free(loop, q, sizeof *q);
   if (status == 0) {
-    /* HostCallJobCallback: the captured state is current while it runs. */
-    pts_sched_state *prev = pts__loop_swap_state(loop, state);
+    /* HostCallJobCallback: the captured state is current while it runs,
+     * then null (spec section 4). */
+    pts__loop_swap_state(loop, state);
     fn(data, 0);
-    pts__loop_swap_state(loop, prev);
+    pts__loop_swap_state(loop, NULL);
   } else {
     fn(data, status);
   }
@@ -688,8 +716,10 @@ static int inbox_step(pts_loop *loop) {
   loop->next_order++; /* spec: the task was queued */
   loop->streak = 0;   /* a pick with no other class waiting */
   loop->inbox_more = pts__mpsc_maybe_nonempty(&loop->inbox);
-  t->fn(t->data, 0); /* the caller may reuse its request from here on */
-  if (loop->mt_head != NULL) checkpoint(loop);
+  /* The caller may reuse its request from here on. */
+  pts__script_enter(loop);
+  t->fn(t->data, 0);
+  pts__script_leave(loop);
   return 2;
 }
 
@@ -774,7 +804,9 @@ static int step(pts_loop *loop, bool may_start_idle, bool burst) {
       if (p.task != NULL) {
         pts__task *t = p.task;
         pts__task_dequeue(t);
+        pts__script_enter(loop);
         t->fn(t->data, 0);
+        pts__script_leave(loop);
       } else {
         loop->prov->run_next(loop->prov_ctx);
       }
@@ -817,6 +849,7 @@ static bool take_stop(pts_loop *loop) {
 static int run_core(pts_loop *loop, pts_run_mode mode, bool honor_stop) {
   int ran = 0;
   loop->idle_period_this_run = false;
+  loop->script_depth = 0; /* the loop's own steps: no script on the stack */
   for (;;) {
     /* Until-idle runs at most one idle period: an idle callback that
      * requests another must not keep the call from returning. */
@@ -834,6 +867,7 @@ static int run_core(pts_loop *loop, pts_run_mode mode, bool honor_stop) {
     }
     sleep_until_work(loop);
   }
+  loop->script_depth = 1;
   return ran;
 }
 
@@ -890,15 +924,19 @@ void pts__loop_pool_detach(pts_loop *loop) {
 }
 
 int pts__loop_poll(pts_loop *loop) {
+  loop->script_depth = 0; /* the loop's own steps, as in run_core */
   drain_inbox(loop, 0);
   pts__timers_fire_due(loop);
   if (loop->mt_head != NULL) checkpoint(loop);
+  loop->script_depth = 1;
   if (loop->inbox_more) wake_owner(loop); /* protocol step 4 */
   return urgency_of(choose(loop, true, false).cls);
 }
 
 int pts__loop_step(pts_loop *loop) {
+  loop->script_depth = 0;
   int did = step(loop, true, false);
+  loop->script_depth = 1;
   if (loop->inbox_more) wake_owner(loop); /* protocol step 4 */
   return (did & DID_TASK) ? 1 : 0;
 }
@@ -959,6 +997,7 @@ int pts_loop_new(const pts_loop_options *opts, pts_loop **out) {
   l->virtual_clock = opts ? opts->virtual_clock : false;
   l->starvation_limit = opts ? opts->starvation_limit : 0;
   l->next_order = 1; /* spec: next enqueue order is initialized to 1 */
+  l->script_depth = 1; /* outside a run, the caller is script */
   l->timer_seq = 1;
   l->next_id = 1;
   l->idle_seq = 1;

@@ -137,6 +137,9 @@ struct pts_loop {
 
   pts__microtask *mt_head, *mt_tail;
   bool in_checkpoint;
+  /* Embedder callbacks on the stack (loop_internal.h, "clean up after
+   * running script"): 0 while the loop runs its own steps, 1 outside runs. */
+  uint32_t script_depth;
 
   pts__timer_heap heap;
   pts__idmap ids;

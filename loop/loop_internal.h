@@ -55,6 +55,35 @@ pts_sched_state *pts__loop_current_state(pts_loop *loop);
  * restores the previous value afterwards. Returns the previous value. */
 pts_sched_state *pts__loop_swap_state(pts_loop *loop, pts_sched_state *state);
 
+/* ---- calling embedder code: "clean up after running script" ----
+ *
+ * spec (HTML, "clean up after running script", reached from WebIDL "invoke a
+ * callback function" and DOM "inner invoke"): when a callback returns or
+ * throws and the script stack is then empty, perform a microtask checkpoint,
+ * inside the task, before the caller's next step. The loop counts embedder
+ * callbacks on the stack (script depth): 0 while the loop runs its own steps
+ * (pts_loop_run, pts_loop_advance, a pool thread's poll and step); 1 outside
+ * them, because whatever calls the API from outside a run is the embedder's
+ * own code. Every call into embedder code that the loop makes goes between
+ * pts__script_enter and pts__script_leave; leaving to depth 0 runs the
+ * checkpoint when a microtask is queued (one branch when none is). Ordinary
+ * tasks are wrapped where the loop runs them (loop.c), so their steps count
+ * as script; microtask jobs are not wrapped (the checkpoint is not
+ * re-entrant, like HTML's "performing a microtask checkpoint" flag). */
+void pts__script_enter(pts_loop *loop);
+void pts__script_leave(pts_loop *loop);
+/* For the steps of an ordinary task that are the loop's own and call
+ * embedder code more than once, each call with an empty stack (the task of
+ * AbortSignal.timeout() fires abort listeners): makes the depth 0 for them
+ * and returns what to restore with pts__script_resume. */
+uint32_t pts__script_suspend(pts_loop *loop);
+void pts__script_resume(pts_loop *loop, uint32_t depth);
+/* Performs a microtask checkpoint now (a no-op inside one). For a wrapper
+ * that the loop calls as a callback and that calls the embedder's callback
+ * itself, then settles something: the embedder's callback is the script
+ * whose clean-up comes before the settlement (agents/remote.c). */
+void pts__loop_perform_checkpoint(pts_loop *loop);
+
 /* The background, unabortable state that idle callbacks run with (spec
  * section 4, requestIdleCallback). The scheduler layer installs a factory; the
  * loop calls it (new reference) when an idle callback runs. NULL if none. */

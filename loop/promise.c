@@ -403,16 +403,17 @@ static void reaction_run(pts__microtask *mt, int status) {
         resolve_target(r->target, pts_value_copy(r->arg), r->rejected);
         break;
       }
-      pts_sched_state *prev = pts__loop_swap_state(loop, r->state);
+      /* HostCallJobCallback: the captured state, then null (spec 4). */
+      pts__loop_swap_state(loop, r->state);
       pts_value out = h(r->data, r->arg);
-      pts__loop_swap_state(loop, prev);
+      pts__loop_swap_state(loop, NULL);
       resolve_target(r->target, out, out.kind == PTS_VALUE_ERROR);
       break;
     }
     case R_FINALLY: {
-      pts_sched_state *prev = pts__loop_swap_state(loop, r->state);
+      pts__loop_swap_state(loop, r->state);
       pts_value r2 = r->u.h.on_ful(r->data, r->arg);
-      pts__loop_swap_state(loop, prev);
+      pts__loop_swap_state(loop, NULL);
       if (r2.kind == PTS_VALUE_ERROR)
         resolve_target(r->target, r2, true);
       else if (r->target == NULL || r->target->already_resolved)

@@ -14,6 +14,7 @@
  */
 #include <stdlib.h>
 
+#include "loop/loop_internal.h"
 #include "sched/signal_internal.h"
 #include "sync/alloc.h"
 
@@ -158,8 +159,12 @@ int pts__listeners_set_handler(pts__listeners *l, pts_event_type type,
 
 /* DOM "dispatch" reduced to a target with no tree: "inner invoke" over the
  * listeners that existed when the dispatch began, skipping removed ones and
- * removing a once listener before calling it. */
-void pts__listeners_dispatch(pts__listeners *l, const pts_event *event) {
+ * removing a once listener before calling it. Each call is script of its own
+ * (loop_internal.h): with an empty stack around the dispatch (a task's
+ * steps fire it), each listener's microtasks run before the next listener
+ * is called. */
+void pts__listeners_dispatch(pts_loop *loop, pts__listeners *l,
+                             const pts_event *event) {
   int t = (int)event->type;
   if (!valid_type(event->type)) return;
   uint64_t limit = l->seq;
@@ -170,7 +175,9 @@ void pts__listeners_dispatch(pts__listeners *l, const pts_event *event) {
     pts_listener_fn fn = n->fn;
     void *data = n->data;
     if (n->once) remove_node(l, t, n);
+    pts__script_enter(loop);
     fn(data, event);
+    pts__script_leave(loop);
   }
   if (--l->depth == 0 && l->dirty) sweep(l);
 }

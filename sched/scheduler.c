@@ -571,14 +571,21 @@ static inline squeue *select_queue(pts_scheduler *s, pts_signal *signal,
 
 static inline stask_ext *ext_of(stask *t) { return (stask_ext *)t; }
 
-/* The callback learns that it will never run (status != 0). */
-static void notify_not_run(stask *t, int status) {
+/* The callback learns that it will never run (status != 0). For the direct
+ * forms this call is the spec's rejection of the result, so it is script
+ * (loop_internal.h), as the model has it (docs/decisions.md). */
+static void notify_not_run(sctx *c, stask *t, int status) {
+  pts_loop *loop = c->loop;
   switch (t->kind) {
     case K_POST_CB:
     case K_YIELD_CB:
+      pts__script_enter(loop);
       t->f.fn(t->data, status);
+      pts__script_leave(loop);
       break;
     case K_POST_PROMISE:
+      /* Not script: the spec rejects the result and calls nothing; this
+       * only lets the caller release data (no checkpoint follows). */
       pts_value_release(t->f.cb(t->data, status));
       break;
     default:
@@ -649,7 +656,7 @@ static void task_cancel(sctx *c, stask *t) {
                          pts_error_value(PTS_ECANCELED, "global detached"));
   }
   t->status = S_DONE;
-  notify_not_run(t, PTS_ECANCELED);
+  notify_not_run(c, t, PTS_ECANCELED);
   task_free(c, t);
 }
 
@@ -674,7 +681,7 @@ static void on_abort(pts__algo *a) {
       delay_drop(s, d, true);
       t->status = S_DONE;
       t->u.queue = NULL;
-      notify_not_run(t, PTS_EABORT);
+      notify_not_run(c, t, PTS_EABORT);
       task_free(c, t);
       return;
     }
@@ -685,7 +692,7 @@ static void on_abort(pts__algo *a) {
       queue_unlink(q, t);
       if (!q->head) queue_removal_steps(q);
       t->status = S_DONE;
-      notify_not_run(t, PTS_EABORT);
+      notify_not_run(c, t, PTS_EABORT);
       task_free(c, t);
       return;
     }
@@ -949,7 +956,9 @@ static int run_next(void *vc) {
     /* The hot path: a direct callback with no abort source and no promise
      * (nothing can observe its status while it runs). */
     prev = pts__loop_swap_state(loop, &t->state->hdr);
+    pts__script_enter(loop);
     t->f.fn(t->data, 0);
+    pts__script_leave(loop); /* the checkpoint, if a microtask is queued */
     pts__loop_swap_state(loop, prev);
     if (!q->head) queue_removal_steps(q);
     queue_unref(q);
@@ -963,14 +972,20 @@ static int run_next(void *vc) {
     case K_POST_CB:
     case K_YIELD_CB:
       prev = pts__loop_swap_state(loop, &t->state->hdr);
+      pts__script_enter(loop);
       t->f.fn(t->data, 0);
+      pts__script_leave(loop);
       pts__loop_swap_state(loop, prev);
       break;
     case K_POST_PROMISE: {
       prev = pts__loop_swap_state(loop, &t->state->hdr);
+      pts__script_enter(loop);
       pts_value v = t->f.cb(t->data, 0);
-      /* A rejection by an abort during the callback wins: these are then
-       * ignored (the promise is settled). */
+      /* spec: "invoke" ends with "clean up after running script": the
+       * callback's microtasks run before result is resolved. */
+      pts__script_leave(loop);
+      /* A rejection by an abort during the callback or its microtasks wins:
+       * these are then ignored (the promise is settled). */
       if (v.kind == PTS_VALUE_ERROR)
         pts_promise_reject(ext_of(t)->promise, v);
       else

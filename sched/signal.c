@@ -301,7 +301,7 @@ static void run_abort_steps(pts_signal *s) {
     a->fn(a);
   }
   pts_event ev = {PTS_EVENT_ABORT, s, -1};
-  pts__listeners_dispatch(&s->listeners, &ev);
+  pts__listeners_dispatch(s->loop, &s->listeners, &ev);
 }
 
 /* spec (DOM): signal abort. Takes over reason (not undefined). */
@@ -386,7 +386,7 @@ static int priority_change(pts_signal *s, int priority) {
   run_priority_algos(s);
   /* 6. */
   pts_event ev = {PTS_EVENT_PRIORITYCHANGE, s, previous};
-  pts__listeners_dispatch(&s->listeners, &ev);
+  pts__listeners_dispatch(s->loop, &s->listeners, &ev);
   /* 7. Hand over hand: the current and next dependents are held, so a
    * listener may drop or free any of them; one added meanwhile is appended
    * and already has the new priority (step 2 returns). A dependent is never
@@ -557,7 +557,12 @@ static void timeout_task(void *data, int status) {
     /* Never undefined for a listed code, even out of memory (value.c): a
      * timeout that could not make its error would never abort. */
     pts_value v = pts_error_value(PTS_ETIMEDOUT, NULL);
+    /* The loop runs this task as script; but its steps are the loop's own,
+     * and each abort listener is called with an empty stack (its microtasks
+     * run before the next one). */
+    uint32_t depth = pts__script_suspend(ts->sig.loop);
     if (v.kind != PTS_VALUE_UNDEFINED) signal_abort(&ts->sig, v);
+    pts__script_resume(ts->sig.loop, depth);
   }
   unref_internal(&ts->sig); /* the pending timeout's reference */
 }

@@ -94,7 +94,8 @@ int pts__listeners_set_handler(pts__listeners *l, pts_event_type type,
                                pts_listener_fn fn, void *data);
 /* Runs the listeners of event->type. The caller keeps the target (and so l)
  * alive for the whole call. */
-void pts__listeners_dispatch(pts__listeners *l, const pts_event *event);
+void pts__listeners_dispatch(pts_loop *loop, pts__listeners *l,
+                             const pts_event *event);
 static inline uint32_t pts__listeners_count(const pts__listeners *l,
                                             pts_event_type type) {
   return l->count[type];

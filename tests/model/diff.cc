@@ -9,10 +9,10 @@
 
 namespace ptsfuzz {
 
-DiffResult RunBoth(const Program &p, ptsmodel::CheckpointMode mode) {
+DiffResult RunBoth(const Program &p) {
   DiffResult d;
   {
-    ptsmodel::Model m(mode);
+    ptsmodel::Model m;
     RunResult r = Run(p, &m);
     d.model = r.trace;
     d.ops = r.ops;
@@ -63,7 +63,7 @@ bool Hoist(std::vector<Action> &v, const std::vector<size_t> &path, size_t k) {
 
 }  // namespace
 
-Program Shrink(const Program &p, ptsmodel::CheckpointMode mode) {
+Program Shrink(const Program &p) {
   Program best = p;
   bool progress = true;
   int rounds = 0;
@@ -78,7 +78,7 @@ Program Shrink(const Program &p, ptsmodel::CheckpointMode mode) {
         Program cand = best;
         bool ok = how == 0 ? Erase(cand.top, paths[i], 0)
                            : Hoist(cand.top, paths[i], 0);
-        if (ok && RunBoth(cand, mode).differ) {
+        if (ok && RunBoth(cand).differ) {
           best = cand;
           progress = true;
           break;
@@ -89,8 +89,8 @@ Program Shrink(const Program &p, ptsmodel::CheckpointMode mode) {
   return best;
 }
 
-std::string Report(const Program &p, ptsmodel::CheckpointMode mode) {
-  DiffResult d = RunBoth(p, mode);
+std::string Report(const Program &p) {
+  DiffResult d = RunBoth(p);
   std::ostringstream o;
   o << "program (" << p.nodes() << " actions):\n" << p.str();
   long i = FirstDifference(d.model, d.lib);

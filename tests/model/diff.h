@@ -16,13 +16,13 @@ struct DiffResult {
   std::vector<std::string> model, lib;
 };
 
-DiffResult RunBoth(const Program &p, ptsmodel::CheckpointMode mode);
+DiffResult RunBoth(const Program &p);
 
 // Deletes actions (any depth) while the program still diverges; returns the
 // smallest program found and a report: the listing and both traces from the
 // first difference.
-Program Shrink(const Program &p, ptsmodel::CheckpointMode mode);
-std::string Report(const Program &p, ptsmodel::CheckpointMode mode);
+Program Shrink(const Program &p);
+std::string Report(const Program &p);
 
 }  // namespace ptsfuzz
 

@@ -8,16 +8,11 @@
 #include "tests/model/diff.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  // ISSUE 18: the library checkpoints microtasks only at the end of a task;
-  // switch to kSpec when it lands (as kLibraryMode in fuzz_test.cc).
-  const ptsmodel::CheckpointMode mode =
-      getenv("PTS_FUZZ_SPEC") ? ptsmodel::CheckpointMode::kSpec
-                              : ptsmodel::CheckpointMode::kEndOfTaskOnlyIssue18;
   ptsfuzz::Program p = ptsfuzz::Generate(data, size);
-  if (ptsfuzz::RunBoth(p, mode).differ) {
-    ptsfuzz::Program small = ptsfuzz::Shrink(p, mode);
+  if (ptsfuzz::RunBoth(p).differ) {
+    ptsfuzz::Program small = ptsfuzz::Shrink(p);
     fprintf(stderr, "divergence from the model\n%s",
-            ptsfuzz::Report(small, mode).c_str());
+            ptsfuzz::Report(small).c_str());
     abort();
   }
   return 0;

@@ -21,13 +21,6 @@ namespace {
 
 using ptsfuzz::Action;
 using ptsfuzz::Program;
-using ptsmodel::CheckpointMode;
-
-// The model mode the library is held to. ISSUE 18: the library checkpoints
-// microtasks only at the end of a task; once issue 18 lands this becomes
-// CheckpointMode::kSpec (and Issue18.* below flip their expectations).
-constexpr CheckpointMode kLibraryMode = CheckpointMode::kEndOfTaskOnlyIssue18;
-
 bool UnderTsan() {
 #if defined(__SANITIZE_THREAD__)
   return true;
@@ -47,10 +40,6 @@ TEST(Fuzz, DifferentialAgainstModel) {
   // 280,000 operations over the three configs, about 20 s in all).
   uint64_t target = EnvU64("PTS_FUZZ_OPS", UnderTsan() ? 40000 : 120000);
   uint64_t seed = EnvU64("PTS_FUZZ_SEED", 1);
-  // PTS_FUZZ_SPEC=1: hold the library to the literal spec (issue 18 open:
-  // expect a divergence).
-  CheckpointMode mode =
-      EnvU64("PTS_FUZZ_SPEC", 0) ? CheckpointMode::kSpec : kLibraryMode;
   uint64_t ops = 0, programs = 0;
   // What the traces contained, so a bounded run shows what it exercised.
   static const char *const kKind[] = {
@@ -67,17 +56,17 @@ TEST(Fuzz, DifferentialAgainstModel) {
     std::vector<uint8_t> bytes(len);
     for (auto &b : bytes) b = (uint8_t)rng();
     Program p = ptsfuzz::Generate(bytes.data(), bytes.size());
-    ptsfuzz::DiffResult d = ptsfuzz::RunBoth(p, mode);
+    ptsfuzz::DiffResult d = ptsfuzz::RunBoth(p);
     ops += d.ops;
     programs++;
     for (const std::string &line : d.lib)
       for (size_t k = 0; k < kKinds; k++)
         if (line.find(kKind[k]) != std::string::npos) seen[k]++;
     if (d.differ) {
-      Program small = ptsfuzz::Shrink(p, mode);
+      Program small = ptsfuzz::Shrink(p);
       ADD_FAILURE() << "divergence at seed " << seed << " after " << ops
                     << " operations\n"
-                    << ptsfuzz::Report(small, mode);
+                    << ptsfuzz::Report(small);
       return;
     }
   }
@@ -112,8 +101,8 @@ Program Issue18Example() {
   return p;
 }
 
-TEST(Issue18, SpecModelOrdersTheIssueExampleAsTheSpecSays) {
-  ptsmodel::Model m(CheckpointMode::kSpec);
+TEST(Issue18, ModelOrdersTheIssueExampleAsTheSpecSays) {
+  ptsmodel::Model m;
   auto r = ptsfuzz::Run(Issue18Example(), &m);
   // trace: post, T1 run, chain set up, then the order under test.
   std::vector<std::string> want = {"C2.1 2", "C2.2 2", "C2.3 2",
@@ -123,30 +112,21 @@ TEST(Issue18, SpecModelOrdersTheIssueExampleAsTheSpecSays) {
             want);
 }
 
-TEST(Issue18, LibraryDiffersFromSpecModelOnTheIssueExample) {
-  // When issue 18 lands this test fails: flip kLibraryMode to kSpec and
-  // turn this expectation into EXPECT_FALSE.
-  ptsfuzz::DiffResult spec =
-      ptsfuzz::RunBoth(Issue18Example(), CheckpointMode::kSpec);
-  EXPECT_TRUE(spec.differ) << ptsfuzz::Report(Issue18Example(),
-                                              CheckpointMode::kSpec);
-  std::vector<std::string> lib_order = {"C2.1 2", "T1 fulfilled 1", "C2.2 2",
-                                        "C2.3 2"};
-  ASSERT_GE(spec.lib.size(), 7u);
-  EXPECT_EQ(std::vector<std::string>(spec.lib.begin() + 3,
-                                     spec.lib.begin() + 7),
-            lib_order);
-  // The option reproduces the library exactly.
-  ptsfuzz::DiffResult today =
-      ptsfuzz::RunBoth(Issue18Example(), CheckpointMode::kEndOfTaskOnlyIssue18);
-  EXPECT_FALSE(today.differ) << ptsfuzz::Report(
-      Issue18Example(), CheckpointMode::kEndOfTaskOnlyIssue18);
+TEST(Issue18, LibraryOrdersTheIssueExampleAsTheSpecSays) {
+  // Before issue 18 the library gave C2.1, T1 fulfilled 1, C2.2, C2.3.
+  ptsfuzz::DiffResult d = ptsfuzz::RunBoth(Issue18Example());
+  EXPECT_FALSE(d.differ) << ptsfuzz::Report(Issue18Example());
+  std::vector<std::string> want = {"C2.1 2", "C2.2 2", "C2.3 2",
+                                   "T1 fulfilled 1"};
+  ASSERT_GE(d.lib.size(), 7u);
+  EXPECT_EQ(std::vector<std::string>(d.lib.begin() + 3, d.lib.begin() + 7),
+            want);
 }
 
 // The flip case of issue 18: the callback's microtask aborts the task's own
 // signal. Spec: the result is rejected (the checkpoint runs before the
-// resolve); the library today fulfils it.
-TEST(Issue18, MicrotaskAbortingOwnSignalFlipsTheOutcome) {
+// resolve); before issue 18 the library fulfilled it.
+TEST(Issue18, MicrotaskAbortingOwnSignalRejectsTheResult) {
   Program p;
   Action tc;
   tc.op = ptsfuzz::kNewTaskController;
@@ -168,20 +148,16 @@ TEST(Issue18, MicrotaskAbortingOwnSignalFlipsTheOutcome) {
   mt.body.push_back(ab);
   post.body.push_back(mt);
   p.top.push_back(post);
-  ptsmodel::Model spec(CheckpointMode::kSpec);
-  auto rs = ptsfuzz::Run(p, &spec);
-  ptsmodel::Model today(CheckpointMode::kEndOfTaskOnlyIssue18);
-  auto rt = ptsfuzz::Run(p, &today);
   auto has = [](const std::vector<std::string> &t, const std::string &s) {
     for (auto &x : t)
       if (x == s) return true;
     return false;
   };
-  EXPECT_TRUE(has(rs.trace, "T1 rejected EABORT"));
-  EXPECT_TRUE(has(rt.trace, "T1 fulfilled 1"));
-  ptsfuzz::DiffResult lib = ptsfuzz::RunBoth(p, kLibraryMode);
-  EXPECT_FALSE(lib.differ) << ptsfuzz::Report(p, kLibraryMode);
-  EXPECT_TRUE(has(lib.lib, "T1 fulfilled 1"));
+  ptsfuzz::DiffResult d = ptsfuzz::RunBoth(p);
+  EXPECT_FALSE(d.differ) << ptsfuzz::Report(p);
+  EXPECT_TRUE(has(d.model, "T1 rejected EABORT"));
+  EXPECT_TRUE(has(d.lib, "T1 rejected EABORT"));
+  EXPECT_FALSE(has(d.lib, "T1 fulfilled 1"));
 }
 
 }  // namespace
@@ -211,7 +187,7 @@ std::string DependentMadeDuringPriorityChange(ptsfuzz::Api *api) {
 }
 
 TEST(Findings, DependentMadeDuringAPriorityChangeEndsWithItsSourcesPriority) {
-  ptsmodel::Model m(kLibraryMode);
+  ptsmodel::Model m;
   ptsfuzz::LibBackend lib;
   std::string want = "a=0 p=1 | a=0 p=1 | a=0 p=1";
   EXPECT_EQ(want, DependentMadeDuringPriorityChange(&lib));
@@ -249,7 +225,7 @@ std::vector<std::string> RemovalStepsScenario(ptsfuzz::Api *api) {
 }
 
 TEST(Decided, RemovalStepsKeepANewerQueueOfTheSameKey) {
-  ptsmodel::Model m(kLibraryMode);
+  ptsmodel::Model m;
   ptsfuzz::LibBackend lib;
   std::vector<std::string> want = {"A run", "B posted", "A rejected EABORT",
                                    "B run"};

@@ -8,7 +8,7 @@
 
 namespace ptsmodel {
 
-Model::Model(CheckpointMode mode) : mode_(mode) {
+Model::Model() {
   // The loop is created with one default global.
   globals_.push_back(new Global{0, true, Scheduler{}});
   globals_[0]->scheduler.global = globals_[0];
@@ -34,15 +34,14 @@ std::string Model::err(int rc) {
 
 // spec (HTML): invoke a callback, then "clean up after running script": when
 // the JavaScript execution context stack is empty, perform a microtask
-// checkpoint. In kEndOfTaskOnlyIssue18 mode there is no checkpoint here.
+// checkpoint.
 template <class F>
 auto Model::invoke(F f) -> decltype(f()) {
   struct Guard {
     Model *m;
     ~Guard() {
       m->script_depth_--;
-      if (m->script_depth_ == 0 && m->mode_ == CheckpointMode::kSpec)
-        m->perform_microtask_checkpoint();
+      if (m->script_depth_ == 0) m->perform_microtask_checkpoint();
     }
   };
   script_depth_++;

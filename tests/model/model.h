@@ -8,8 +8,12 @@
 // promises as lists of reactions, a virtual clock in nanoseconds. Nothing is
 // ever freed before the model is destroyed. Obviously right, not fast.
 //
-// One option departs from the spec on purpose: CheckpointMode (below), the
-// library's current end-of-task microtask checkpoint (issue 18).
+// Microtask checkpoints are the spec's: HTML "clean up after running script"
+// performs one whenever a callback returns with the script stack empty (after
+// a postTask callback, before its result promise is resolved; after each
+// event listener called from a task; after each task callback), and again at
+// the end of every task. (Until issue 18 the library checkpointed only at the
+// end of a task, and the model had an option for that.)
 #ifndef PTSCHED_TESTS_MODEL_MODEL_H
 #define PTSCHED_TESTS_MODEL_MODEL_H
 
@@ -31,21 +35,6 @@ using ptsfuzz::StatusFn;
 using ptsfuzz::TaskFn;
 using ptsfuzz::Val;
 using ptsfuzz::VoidFn;
-
-// Where microtask checkpoints happen.
-enum class CheckpointMode {
-  // The spec: HTML "clean up after running script" performs a microtask
-  // checkpoint whenever a callback returns with the script stack empty (after
-  // a postTask callback, before its result promise is resolved; after each
-  // event listener called from a task; after each task callback), and again at
-  // the end of every task.
-  kSpec,
-  // ISSUE 18 (the library today): the checkpoint runs only at the end of each
-  // task (and before picking a task when microtasks are pending); a postTask
-  // result is settled as soon as the callback returns. Used by the CI fuzz
-  // test until issue 18 lands; then flip it to kSpec (one line, fuzz_test.cc).
-  kEndOfTaskOnlyIssue18,
-};
 
 struct Signal;
 struct Queue;
@@ -171,7 +160,7 @@ struct Timer {
 
 class Model : public ptsfuzz::Api {
  public:
-  explicit Model(CheckpointMode mode);
+  Model();
   ~Model() override;
 
   std::string err(int rc) override;
@@ -281,7 +270,6 @@ class Model : public ptsfuzz::Api {
   void run_until_idle_internal();
   void queue_ord(Global *g, int source, VoidFn steps);
 
-  CheckpointMode mode_;
   int script_depth_ = 1;  // top-level embedder calls are script on the stack
   bool performing_checkpoint_ = false;
   std::deque<VoidFn> microtasks_;
