@@ -24,6 +24,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "loop/loop_internal.h"
 #include "sync/alloc.h"
@@ -300,7 +301,8 @@ static void run_abort_steps(pts_signal *s) {
     algo_unlink(a);
     a->fn(a);
   }
-  pts_event ev = {PTS_EVENT_ABORT, s, -1};
+  pts_event ev = {.type = PTS_EVENT_ABORT, .target = s, .previous_priority = -1,
+                  .type_name = "abort", .is_trusted = true, .dispatching = true};
   pts__listeners_dispatch(s->loop, &s->listeners, &ev);
 }
 
@@ -385,7 +387,9 @@ static int priority_change(pts_signal *s, int priority) {
   /* 5. */
   run_priority_algos(s);
   /* 6. */
-  pts_event ev = {PTS_EVENT_PRIORITYCHANGE, s, previous};
+  pts_event ev = {.type = PTS_EVENT_PRIORITYCHANGE, .target = s,
+                  .previous_priority = previous, .type_name = "prioritychange",
+                  .is_trusted = true, .dispatching = true};
   pts__listeners_dispatch(s->loop, &s->listeners, &ev);
   /* 7. Hand over hand: the current and next dependents are held, so a
    * listener may drop or free any of them; one added meanwhile is appended
@@ -749,4 +753,53 @@ int pts_signal_set_handler(pts_signal *s, pts_event_type type,
   int rc = pts__listeners_set_handler(&s->listeners, type, fn, data);
   if (rc == 0 && !fn) collect(s);
   return rc;
+}
+
+/* ---- constructed events (spec 3.1, DOM dispatchEvent) ---- */
+
+int pts_priority_change_event_new(const char *type,
+                                  const pts_priority_change_event_init *init,
+                                  pts_event **out) {
+  if (!out) return PTS_EINVAL;
+  /* WebIDL: both arguments are required, and so is previousPriority. */
+  if (!type || !init) return PTS_ETYPE;
+  if (!pts_priority_name(init->previous_priority)) return PTS_ETYPE;
+  size_t n = strlen(type) + 1;
+  pts_event *ev = pts__malloc(sizeof *ev + n);
+  if (!ev) return PTS_ENOMEM;
+  char *name = (char *)(ev + 1);
+  memcpy(name, type, n);
+  ev->type = strcmp(name, "prioritychange") == 0 ? PTS_EVENT_PRIORITYCHANGE
+             : strcmp(name, "abort") == 0        ? PTS_EVENT_ABORT
+                                                 : PTS_EVENT_OTHER;
+  ev->target = NULL;
+  ev->previous_priority = init->previous_priority;
+  ev->type_name = name;
+  ev->is_trusted = false;
+  ev->dispatching = false;
+  *out = ev;
+  return 0;
+}
+
+void pts_event_free(pts_event *event) {
+  if (!event) return;
+  if (event->target) pts_signal_unref(event->target);
+  pts__free(event);
+}
+
+/* spec (DOM): dispatchEvent: 1. the dispatch flag must be unset (the
+ * initialized flag always is, for an event the library made); 2. isTrusted
+ * is false; then dispatch at the target, which has no parent. */
+int pts_signal_dispatch_event(pts_signal *s, pts_event *event) {
+  if (!s || !event) return PTS_EINVAL;
+  PTS__CHECK_OWNER(s->loop);
+  if (event->dispatching || event->is_trusted) return PTS_EINVALIDSTATE;
+  pts_signal_ref(s);
+  if (event->target) pts_signal_unref(event->target);
+  event->target = s;
+  event->dispatching = true;
+  if (event->type != PTS_EVENT_OTHER)
+    pts__listeners_dispatch(s->loop, &s->listeners, event);
+  event->dispatching = false;
+  return 0;
 }

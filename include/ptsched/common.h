@@ -47,7 +47,8 @@ extern "C" {
   XX(ENOTSUPPORTED, "NotSupportedError", "the operation is not supported")     \
   XX(ETYPE, "TypeError", "type error (invalid argument per WebIDL)")           \
   XX(ERANGE, "RangeError", "value out of range")                               \
-  XX(EERROR, "Error", "generic script error")
+  XX(EERROR, "Error", "generic script error")                                  \
+  XX(EINVALIDSTATE, "InvalidStateError", "the object is in the wrong state")
 
 /* Positions in the list; the public codes below are -(position + 1). */
 /** @cond PTS_INTERNAL */
@@ -89,6 +90,8 @@ enum pts__errno_index {
 #define PTS_ERANGE (-(int)PTS__ERRNO_IDX_ERANGE - 1)
 /** A generic script "Error": a callback returned (threw) an error value. */
 #define PTS_EERROR (-(int)PTS__ERRNO_IDX_EERROR - 1)
+/** DOMException "InvalidStateError", e.g. dispatching an event that is being dispatched. */
+#define PTS_EINVALIDSTATE (-(int)PTS__ERRNO_IDX_EINVALIDSTATE - 1)
 
 /** A human sentence for a code: "success" for 0, "unknown error" for anything
  * that is not a PTS_E* code.

@@ -159,19 +159,67 @@ PTS_EXTERN bool pts_signal_has_fixed_priority(const pts_signal *s);
 
 /* ---- events ---- */
 
-/** The events a signal fires. */
+/** The events a signal fires. Values are part of the ABI: new ones are only
+ * ever appended. */
 typedef enum pts_event_type {
-  PTS_EVENT_ABORT = 0,     /**< "abort" (AbortSignal) */
-  PTS_EVENT_PRIORITYCHANGE /**< "prioritychange" (TaskSignal, spec 3.1) */
+  PTS_EVENT_ABORT = 0,      /**< "abort" (AbortSignal) */
+  PTS_EVENT_PRIORITYCHANGE, /**< "prioritychange" (TaskSignal, spec 3.1) */
+  PTS_EVENT_OTHER           /**< a constructed event of any other type name;
+                                 no listener can be added for it */
 } pts_event_type;
 
-/** An Event or TaskPriorityChangeEvent, borrowed by listeners for the call.
- * The library allocates it; embedders only read it. */
+/** An Event or TaskPriorityChangeEvent. The library allocates it (it fires
+ * one, or pts_priority_change_event_new() makes one); embedders only read it.
+ * Listeners borrow it for the call. ABI: fields are only ever appended. */
 typedef struct pts_event {
   pts_event_type type;        /**< which event */
-  pts_signal *target;         /**< the signal it fires at; borrowed */
+  pts_signal *target;         /**< the signal it is (or was last) dispatched
+                                   at; NULL before a constructed event's first
+                                   dispatch; borrowed */
   int previous_priority;      /**< prioritychange: TaskPriorityChangeEvent.previousPriority */
+  const char *type_name;      /**< Event.type as a string ("abort",
+                                   "prioritychange", or a constructed event's
+                                   own); owned by the event */
+  bool is_trusted;            /**< Event.isTrusted: true when the library
+                                   fired it, false for a constructed event */
+  bool dispatching;           /**< the DOM dispatch flag: set while the event
+                                   is being dispatched */
 } pts_event;
+
+/** TaskPriorityChangeEventInit (spec 3.1): the constructor's dictionary. */
+typedef struct pts_priority_change_event_init {
+  /** The required previousPriority: a pts_priority, or -1 for "not present"
+   * (a TypeError, as for a missing required member). */
+  int previous_priority;
+} pts_priority_change_event_init;
+
+/** new TaskPriorityChangeEvent(type, init) (spec 3.1): an untrusted event
+ * with that type name (copied; any string) and init->previous_priority, not
+ * dispatched yet (target NULL). Its type is PTS_EVENT_PRIORITYCHANGE for the
+ * name "prioritychange", PTS_EVENT_ABORT for "abort", else PTS_EVENT_OTHER.
+ * *out gets the caller's event: free it with pts_event_free(). Any thread.
+ * @retval PTS_EINVAL out is NULL. @retval PTS_ETYPE type or init is NULL,
+ * or init->previous_priority is missing (-1) or not a pts_priority (the
+ * WebIDL checks). @retval PTS_ENOMEM out of memory. */
+PTS_EXTERN int pts_priority_change_event_new(
+    const char *type, const pts_priority_change_event_init *init,
+    pts_event **out);
+/** Frees an event made by pts_priority_change_event_new() (and drops its
+ * reference to its last target). NULL is a no-op. Not while it is being
+ * dispatched, and never an event the library fired (a listener's borrowed
+ * one). Owner thread of its last target's loop if it has one, else any. */
+PTS_EXTERN void pts_event_free(pts_event *event);
+/** EventTarget.dispatchEvent(event) on a signal (DOM "dispatch" with no
+ * tree): sets the event's target to s (the event keeps a reference to it),
+ * marks it untrusted and calls s's listeners of the event's type in order,
+ * synchronously on this thread, with the same rules as the events the
+ * library fires. The caller is script, so no microtask checkpoint runs
+ * between listeners. No listener can cancel an event here, so
+ * dispatchEvent's result is always true. Owner thread.
+ * @retval 0 dispatched. @retval PTS_EINVAL s or event is NULL.
+ * @retval PTS_EINVALIDSTATE the event is being dispatched (DOM: its dispatch
+ * flag is set; e.g. the event a listener was called with). */
+PTS_EXTERN int pts_signal_dispatch_event(pts_signal *s, pts_event *event);
 
 /** An event listener: runs synchronously on the owner thread during the
  * dispatch; event is borrowed for the call. */

@@ -659,6 +659,28 @@ TEST_F(Catalogue, ListenersDuplicateUnknownTypeAndUnknownRemoval) {
   pts_controller_unref(c);
 }
 
+TEST_F(Catalogue, ConstructedEventsBadArguments) {
+  pts_event *ev = nullptr;
+  pts_priority_change_event_init ok = {PTS_PRIORITY_USER_VISIBLE};
+  pts_priority_change_event_init missing = {-1};
+  pts_priority_change_event_init bad = {9};
+  EXPECT_EQ(PTS_EINVAL, pts_priority_change_event_new("prioritychange", &ok, nullptr));
+  EXPECT_EQ(PTS_ETYPE, pts_priority_change_event_new(nullptr, &ok, &ev));
+  EXPECT_EQ(PTS_ETYPE, pts_priority_change_event_new("prioritychange", nullptr, &ev));
+  EXPECT_EQ(PTS_ETYPE, pts_priority_change_event_new("prioritychange", &missing, &ev));
+  EXPECT_EQ(PTS_ETYPE, pts_priority_change_event_new("prioritychange", &bad, &ev));
+  EXPECT_EQ(nullptr, ev) << "out untouched";
+  pts_event_free(nullptr);
+  ASSERT_EQ(0, pts_priority_change_event_new("prioritychange", &ok, &ev));
+  pts_controller *c;
+  ASSERT_EQ(0, pts_task_controller_new(loop, PTS_PRIORITY_USER_VISIBLE, &c));
+  EXPECT_EQ(PTS_EINVAL, pts_signal_dispatch_event(nullptr, ev));
+  EXPECT_EQ(PTS_EINVAL, pts_signal_dispatch_event(pts_controller_signal(c), nullptr));
+  EXPECT_EQ(nullptr, ev->target) << "nothing dispatched";
+  pts_event_free(ev);
+  pts_controller_unref(c);
+}
+
 // ---- scheduler.h ----
 
 TEST_F(Catalogue, PostTaskBadOptions) {
