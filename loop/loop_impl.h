@@ -191,5 +191,7 @@ void pts__idle_release_global(pts_global *g);
 /* Promises (promise.c). Releases the contents of every live promise and
  * frees them all, even ones still referenced (pts_loop_free only). */
 void pts__promises_sweep(pts_loop *loop);
+/* Calls a thenable's then hook (value.c). */
+pts_value pts__thenable_call(pts_thenable *t, pts_resolvers *r);
 
 #endif /* PTSCHED_LOOP_IMPL_H */

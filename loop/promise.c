@@ -67,6 +67,23 @@ typedef struct thenable_job {
   pts_promise *thenable; /* the promise it adopts */
 } thenable_job;
 
+/* A user thenable's job: its then hook, the captured state. */
+typedef struct user_thenable_job {
+  pts__microtask mt;
+  pts_loop *loop;
+  pts_promise *p;           /* the promise being resolved (one reference) */
+  pts_value thenable;       /* PTS_VALUE_THENABLE (one reference) */
+  pts_sched_state *state;   /* HostMakeJobCallback's [[SchedulingState]] */
+} user_thenable_job;
+
+/* spec: CreateResolvingFunctions: the pair shares one [[AlreadyResolved]]
+ * record; it holds a reference to its promise. */
+struct pts_resolvers {
+  uint32_t refs;
+  bool already_resolved;
+  pts_promise *p;
+};
+
 static void settle(pts_promise *p, pts_promise_state st, pts_value v);
 static void resolve_inner(pts_promise *p, pts_value v);
 
@@ -213,6 +230,7 @@ static void perform_then(pts_promise *p, reaction *r) {
 }
 
 static void thenable_job_run(pts__microtask *mt, int status);
+static void user_thenable_job_run(pts__microtask *mt, int status);
 
 /* spec: Promise Resolve Functions, from step 7 (after [[AlreadyResolved]]).
  * Takes over v. */
@@ -223,6 +241,21 @@ static void resolve_inner(pts_promise *p, pts_value v) {
            pts_error_value(PTS_ETYPE, "promise resolved with itself"));
   } else if (v.kind == PTS_VALUE_ERROR) {
     settle(p, PTS_PROMISE_REJECTED, v);
+  } else if (v.kind == PTS_VALUE_THENABLE) {
+    user_thenable_job *j = pts__loop_pool_alloc(p->loop, sizeof *j);
+    if (j == NULL) {
+      pts_value_release(v);
+      settle(p, PTS_PROMISE_REJECTED, pts_error_value(PTS_ENOMEM, NULL));
+      return;
+    }
+    j->mt.run = user_thenable_job_run;
+    j->loop = p->loop;
+    p->refs++; /* the job's, then its resolvers' */
+    j->p = p;
+    j->thenable = v;
+    /* spec: HostMakeJobCallback(then) in the resolve function. */
+    j->state = pts__state_ref(pts__loop_current_state(p->loop));
+    pts__loop_queue_microtask_node(p->loop, &j->mt);
   } else if (v.kind == PTS_VALUE_PROMISE) {
     thenable_job *j = pts__loop_pool_alloc(p->loop, sizeof *j);
     if (j == NULL) {
@@ -333,6 +366,82 @@ static void thenable_job_run(pts__microtask *mt, int status) {
   pts_promise_unref(thenable);
 }
 
+/* spec: NewPromiseResolveThenableJob for a user thenable: fresh resolving
+ * functions, then HostCallJobCallback(then, thenable, resolve, reject)
+ * under the captured state; an abrupt completion (an error value returned)
+ * calls reject (ignored once the pair resolved). */
+static void user_thenable_job_run(pts__microtask *mt, int status) {
+  user_thenable_job *j = (user_thenable_job *)mt;
+  pts_loop *loop = j->loop;
+  pts_promise *p = j->p;
+  pts_value thenable = j->thenable;
+  pts_sched_state *state = j->state;
+  pts__loop_pool_free(loop, j, sizeof *j);
+  pts_resolvers *r = status == 0 ? pts__loop_pool_alloc(loop, sizeof *r) : NULL;
+  if (r == NULL) {
+    if (status == 0)
+      settle(p, PTS_PROMISE_REJECTED, pts_error_value(PTS_ENOMEM, NULL));
+    pts_promise_unref(p);
+  } else {
+    r->refs = 1;
+    r->already_resolved = false;
+    r->p = p; /* the job's reference moves to the pair */
+    pts__loop_swap_state(loop, state);
+    pts_value out = pts__thenable_call(thenable.u.thenable, r);
+    pts__loop_swap_state(loop, NULL);
+    if (out.kind == PTS_VALUE_ERROR)
+      pts_resolvers_reject(r, out);
+    else
+      pts_value_release(out);
+    pts_resolvers_unref(r);
+  }
+  pts__state_unref(state);
+  pts_value_release(thenable);
+}
+
+int pts_resolvers_resolve(pts_resolvers *r, pts_value v) {
+  if (r == NULL) {
+    pts_value_release(v);
+    return PTS_EINVAL;
+  }
+  PTS__CHECK_OWNER(r->p->loop);
+  if (r->already_resolved) {
+    pts_value_release(v);
+    return 0;
+  }
+  r->already_resolved = true;
+  resolve_inner(r->p, v);
+  return 0;
+}
+
+int pts_resolvers_reject(pts_resolvers *r, pts_value reason) {
+  if (r == NULL) {
+    pts_value_release(reason);
+    return PTS_EINVAL;
+  }
+  PTS__CHECK_OWNER(r->p->loop);
+  if (r->already_resolved) {
+    pts_value_release(reason);
+    return 0;
+  }
+  r->already_resolved = true;
+  settle(r->p, PTS_PROMISE_REJECTED, reason);
+  return 0;
+}
+
+void pts_resolvers_ref(pts_resolvers *r) {
+  if (r == NULL || pts__loop_foreign(r->p->loop, __func__)) return;
+  r->refs++;
+}
+
+void pts_resolvers_unref(pts_resolvers *r) {
+  if (r == NULL || pts__loop_foreign(r->p->loop, __func__)) return;
+  if (--r->refs != 0) return;
+  pts_promise *p = r->p;
+  pts__loop_pool_free(p->loop, r, sizeof *r);
+  pts_promise_unref(p);
+}
+
 /* spec: finally's thenFinally / catchFinally, after onFinally returned r2
  * (not an error): PromiseResolve(r2).then(valueThunk or thrower). */
 static void finally_continue(reaction *r, pts_value r2) {
@@ -348,7 +457,7 @@ static void finally_continue(reaction *r, pts_value r2) {
       return;
     }
     p2->already_resolved = true;
-    settle(p2, PTS_PROMISE_FULFILLED, r2);
+    resolve_inner(p2, r2); /* a thenable is adopted through its job */
   }
   p3 = promise_create(loop);
   reaction *t = p3 ? reaction_new(loop, R_THUNK, p3) : NULL;

@@ -78,6 +78,31 @@ pts_value pts_box_value(void *ptr, void (*destroy)(void *ptr)) {
   return v;
 }
 
+struct pts_thenable {
+  atomic_uint refs;
+  pts_then_fn then;
+  void *data;
+  void (*destroy)(void *data);
+};
+
+pts_value pts_thenable_value(pts_then_fn then, void *data, void (*destroy)(void *data)) {
+  if (then == NULL) return pts_undefined();
+  pts_thenable *t = pts__malloc(sizeof *t);
+  if (t == NULL) return pts_undefined();
+  atomic_init(&t->refs, 1);
+  t->then = then;
+  t->data = data;
+  t->destroy = destroy;
+  pts_value v;
+  v.kind = PTS_VALUE_THENABLE;
+  v.u.thenable = t;
+  return v;
+}
+
+pts_value pts__thenable_call(pts_thenable *t, pts_resolvers *r) {
+  return t->then(t->data, r);
+}
+
 pts_value pts_value_copy(pts_value v) {
   switch (v.kind) {
     case PTS_VALUE_ERROR:
@@ -90,6 +115,9 @@ pts_value pts_value_copy(pts_value v) {
       break;
     case PTS_VALUE_PROMISE:
       pts_promise_ref(v.u.promise);
+      break;
+    case PTS_VALUE_THENABLE:
+      atomic_fetch_add_explicit(&v.u.thenable->refs, 1, memory_order_relaxed);
       break;
     default:
       break;
@@ -117,6 +145,14 @@ void pts_value_release(pts_value v) {
     case PTS_VALUE_PROMISE:
       pts_promise_unref(v.u.promise);
       break;
+    case PTS_VALUE_THENABLE:
+      if (atomic_fetch_sub_explicit(&v.u.thenable->refs, 1,
+                                    memory_order_acq_rel) == 1) {
+        pts_thenable *t = v.u.thenable;
+        if (t->destroy) t->destroy(t->data);
+        pts__free(t);
+      }
+      break;
     default:
       break;
   }
@@ -142,6 +178,8 @@ bool pts_value_same(pts_value a, pts_value b) {
       return a.u.error == b.u.error;
     case PTS_VALUE_PROMISE:
       return a.u.promise == b.u.promise;
+    case PTS_VALUE_THENABLE:
+      return a.u.thenable == b.u.thenable;
   }
   return false;
 }
@@ -167,5 +205,6 @@ bool pts_value_is_error(pts_value v, int code) {
 void *pts_value_pointer(pts_value v) {
   if (v.kind == PTS_VALUE_BOX) return v.u.box->ptr;
   if (v.kind == PTS_VALUE_PTR) return v.u.ptr;
+  if (v.kind == PTS_VALUE_THENABLE) return v.u.thenable->data;
   return NULL;
 }

@@ -98,6 +98,28 @@ PTS_EXTERN pts_loop *pts_promise_get_loop(const pts_promise *p);
  * with pts_value_release() on the owner thread). Owner thread. */
 PTS_EXTERN pts_value pts_promise_value(pts_promise *p);
 
+/* ---- the resolving functions a thenable's then hook gets (value.h) ---- */
+
+/** resolve(v) of the pair: takes over v's reference. The first call of
+ * either function of the pair settles (or adopts into) the promise as
+ * pts_promise_resolve() would (a promise or thenable value is adopted through
+ * a job, the promise itself is a TypeError, an error value rejects); later
+ * calls are ignored (return 0, v released). Owner thread of the promise's
+ * loop, while the loop lives.
+ * @retval 0 done or ignored. @retval PTS_EINVAL r is NULL (v released). */
+PTS_EXTERN int pts_resolvers_resolve(pts_resolvers *r, pts_value v);
+/** reject(reason) of the pair: takes over reason's reference; the same
+ * first-call-wins rule and threads as pts_resolvers_resolve().
+ * @retval 0 done or ignored. @retval PTS_EINVAL r is NULL (reason
+ * released). */
+PTS_EXTERN int pts_resolvers_reject(pts_resolvers *r, pts_value reason);
+/** Takes one more reference to the pair (the then hook borrows it: take one
+ * to call it after the hook returned). NULL is a no-op. Owner thread. */
+PTS_EXTERN void pts_resolvers_ref(pts_resolvers *r);
+/** Drops one reference; the last frees the pair (a promise it never settled
+ * stays pending, as in ES). NULL is a no-op. Owner thread. */
+PTS_EXTERN void pts_resolvers_unref(pts_resolvers *r);
+
 #ifdef __cplusplus
 }
 #endif

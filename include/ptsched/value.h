@@ -37,6 +37,13 @@ typedef struct pts_error pts_error;
 typedef struct pts_box pts_box;
 /** A promise owned by a loop; opaque, see promise.h. */
 typedef struct pts_promise pts_promise;
+/** A thenable: an embedder's object with a callable `then` (a script
+ * engine's object, a Lua table with `then`); opaque, refcounted (atomic).
+ * Held by PTS_VALUE_THENABLE values. */
+typedef struct pts_thenable pts_thenable;
+/** A pair of promise resolving functions (ECMA-262 CreateResolvingFunctions)
+ * handed to a thenable's then hook; opaque, see promise.h. */
+typedef struct pts_resolvers pts_resolvers;
 
 /** What a pts_value holds. Values are part of the ABI: new kinds are only
  * ever appended. */
@@ -47,7 +54,9 @@ typedef enum pts_value_kind {
   PTS_VALUE_PTR,     /**< u.ptr: borrowed pointer, never freed by ptsched */
   PTS_VALUE_BOX,     /**< u.box: owned pointer, freed by its destructor */
   PTS_VALUE_ERROR,   /**< u.error: an error; returning one from a callback throws */
-  PTS_VALUE_PROMISE  /**< u.promise: resolving with it adopts its state */
+  PTS_VALUE_PROMISE, /**< u.promise: resolving with it adopts its state */
+  PTS_VALUE_THENABLE /**< u.thenable: resolving with it calls its then hook
+                          one microtask later (NewPromiseResolveThenableJob) */
 } pts_value_kind;
 
 /** A tagged value, passed by value (16 bytes on LP64).
@@ -66,6 +75,7 @@ typedef struct pts_value {
     pts_box *box;         /**< PTS_VALUE_BOX: one reference */
     pts_error *error;     /**< PTS_VALUE_ERROR: one reference */
     pts_promise *promise; /**< PTS_VALUE_PROMISE: one reference */
+    pts_thenable *thenable; /**< PTS_VALUE_THENABLE: one reference */
   } u;
 } pts_value;
 
@@ -143,8 +153,29 @@ PTS_EXTERN bool pts_value_is_error(pts_value v, int code);
  * when out of memory (destroy is then not called: ptr stays the caller's).
  * Any thread. */
 PTS_EXTERN pts_value pts_box_value(void *ptr, void (*destroy)(void *ptr));
-/** The pointer inside a PTS_VALUE_BOX or PTS_VALUE_PTR value (borrowed),
- * else NULL. Any thread. */
+/** A thenable's then hook: thenable.then(resolve, reject), called by the
+ * loop in a microtask (a promise job) on the thread of the promise being
+ * resolved, with the scheduling state that was current when the promise was
+ * resolved with the thenable (HostMakeJobCallback / HostCallJobCallback, so
+ * a yield() in it inherits). data is the thenable's; resolvers is borrowed
+ * for the call: pts_resolvers_ref() it to settle later (promise.h).
+ * Returning a PTS_VALUE_ERROR is a throw: it rejects the promise unless
+ * the resolvers already resolved it. Any other returned value is released. */
+typedef pts_value (*pts_then_fn)(void *data, pts_resolvers *resolvers);
+/** A thenable value: an object whose `then` is callable (the embedder has
+ * done ECMA-262's Get(resolution, "then") and found a function; a getter that
+ * throws is the embedder's error value instead). Resolving a promise with it
+ * follows the spec exactly: one microtask later then(data, resolvers) is
+ * called; only the first call of either resolving function counts.
+ * destroy(data), may be NULL, runs when the last reference is released, on
+ * whichever thread releases it.
+ * @return a PTS_VALUE_THENABLE value holding one reference; an undefined
+ * value when then is NULL or out of memory (destroy is then not called).
+ * Any thread. */
+PTS_EXTERN pts_value pts_thenable_value(pts_then_fn then, void *data,
+                                        void (*destroy)(void *data));
+/** The pointer inside a PTS_VALUE_BOX or PTS_VALUE_PTR value, or a
+ * PTS_VALUE_THENABLE's data (borrowed), else NULL. Any thread. */
 PTS_EXTERN void *pts_value_pointer(pts_value v);
 
 #ifdef __cplusplus
