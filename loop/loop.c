@@ -449,7 +449,7 @@ static pts__microtask *mt_pop(pts_loop *loop) {
 
 /* spec (HTML): perform a microtask checkpoint. Drains the queue, including
  * microtasks queued while it drains; not re-entrant. */
-static void checkpoint(pts_loop *loop) {
+static __attribute__((noinline)) void checkpoint(pts_loop *loop) {
   if (loop->in_checkpoint) return;
   loop->in_checkpoint = true;
   pts__microtask *mt;

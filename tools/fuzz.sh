@@ -7,8 +7,6 @@
 #                                       operations on a pool (tests/chaos/)
 #   --seed S      first seed of the fuzz (default 1)
 #   --config C    Bazel config: opt (default), asan or tsan
-#   --spec        hold the library to the literal spec (issue 18 open: this
-#                 reports the known end-of-task checkpoint divergence)
 #   --libfuzzer T run the libFuzzer target for T seconds (clang,
 #                 -fsanitize=fuzzer; needs libclang-rt-14-dev)
 #
@@ -17,20 +15,19 @@
 # report. The CI sizes run from tools/test.sh; this is the long version.
 set -u
 cd "$(dirname "$0")/.."
-ops=0 chaos=0 seed=1 config=opt spec=0 lf=0
+ops=0 chaos=0 seed=1 config=opt lf=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --ops) ops=$2; shift 2 ;;
     --chaos) chaos=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --config) config=$2; shift 2 ;;
-    --spec) spec=1; shift ;;
     --libfuzzer) lf=$2; shift 2 ;;
     *) echo "tools/fuzz.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 if [ "$ops" = 0 ] && [ "$chaos" = 0 ] && [ "$lf" = 0 ]; then
-  echo "usage: bash tools/fuzz.sh --ops N [--chaos N] [--seed S] [--config opt|asan|tsan] [--spec] [--libfuzzer SECONDS]" >&2
+  echo "usage: bash tools/fuzz.sh --ops N [--chaos N] [--seed S] [--config opt|asan|tsan] [--libfuzzer SECONDS]" >&2
   exit 2
 fi
 disk=${PTS_DISK_CACHE:-$HOME/.cache/ptsched/bazel-disk}
@@ -42,7 +39,7 @@ if [ "$ops" != 0 ] || [ "$chaos" != 0 ]; then
   bin=$(bazel info "${flags[@]}" bazel-bin 2>/dev/null)
 fi
 if [ "$ops" != 0 ]; then
-  PTS_FUZZ_OPS=$ops PTS_FUZZ_SEED=$seed PTS_FUZZ_SPEC=$spec \
+  PTS_FUZZ_OPS=$ops PTS_FUZZ_SEED=$seed \
     "$bin/tests/model/fuzz_test" --gtest_filter='Fuzz.*' || rc=1
 fi
 if [ "$chaos" != 0 ]; then

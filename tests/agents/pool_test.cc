@@ -433,5 +433,95 @@ TEST_F(PoolTest, StatisticsCountTasksDelaysAndInbox) {
   pts_agent_unref(a);
 }
 
+
+// Issue 18 on an agent: a callback's microtasks run before its outcome is
+// delivered (HTML "clean up after running script" before "resolve result"),
+// so one that aborts the task's own remote signal makes the outcome the
+// abort, as it would reject a postTask result promise.
+struct AbortInMicrotask {
+  pts_agent *a;
+  pts_remote_controller *rc;
+};
+void abort_controller_mt(void *data, int status) {
+  if (status == 0) pts_controller_abort(static_cast<pts_controller *>(data), nullptr);
+}
+pts_value queue_abort_then_return(void *data, int status) {
+  if (status != 0) return pts_undefined();
+  auto *x = static_cast<AbortInMicrotask *>(data);
+  pts_controller *c = pts_remote_controller_get(x->rc);
+  EXPECT_EQ(0, pts_queue_microtask(pts_agent_loop(x->a), abort_controller_mt, c));
+  return pts_int(1);
+}
+
+TEST_F(PoolTest, AMicrotaskOfTheCallbackAbortingItsSignalMakesTheOutcomeTheAbort) {
+  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  AbortInMicrotask x{a, nullptr};
+  ASSERT_EQ(0, pts_remote_controller_new_async(a, PTS_PRIORITY_USER_VISIBLE, &x.rc));
+  pts_agent_post_options po = PTS_AGENT_POST_OPTIONS_INIT;
+  po.controller = x.rc;
+  Result r;
+  ASSERT_EQ(0, pts_agent_post_task(a, &po, queue_abort_then_return, &x, result_fn, &r, nullptr));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  EXPECT_EQ(1, r.calls.load());
+  EXPECT_EQ(PTS_EABORT, r.status.load()) << "before issue 18: 0, the value 1";
+  EXPECT_EQ(PTS_EABORT, r.err_code.load());
+  pts_remote_controller_unref(x.rc);
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
+}
+
+// A remote abort is applied from the agent's inbox, with no script on the
+// stack: each abort listener's microtasks run before the next listener.
+struct ListenLog {
+  std::string log;  // written on the agent's thread only
+  pts_remote_controller *rc;
+  pts_loop *loop;
+};
+struct ListenerOf {
+  ListenLog *l;
+  const char *name;
+};
+void log_mt(void *data, int status) {
+  auto *n = static_cast<ListenerOf *>(data);
+  if (status == 0) n->l->log += std::string("m") + n->name + ",";
+}
+void log_and_queue(void *data, const pts_event *) {
+  auto *n = static_cast<ListenerOf *>(data);
+  n->l->log += std::string(n->name) + ",";
+  EXPECT_EQ(0, pts_queue_microtask(n->l->loop, log_mt, n));
+}
+ListenerOf first_listener, second_listener;
+void add_two_listeners(void *data, int status) {
+  if (status != 0) return;
+  auto *l = static_cast<ListenLog *>(data);
+  pts_signal *s = pts_controller_signal(pts_remote_controller_get(l->rc));
+  first_listener = {l, "1"};
+  second_listener = {l, "2"};
+  EXPECT_EQ(0, pts_signal_add_listener(s, PTS_EVENT_ABORT, log_and_queue, &first_listener, false));
+  EXPECT_EQ(0, pts_signal_add_listener(s, PTS_EVENT_ABORT, log_and_queue, &second_listener, false));
+}
+
+TEST_F(PoolTest, ARemoteAbortGivesEachListenerItsOwnCheckpoint) {
+  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ListenLog l;
+  l.loop = pts_agent_loop(a);
+  ASSERT_EQ(0, pts_remote_controller_new_async(a, -1, &l.rc));
+  ASSERT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_GENERIC, add_two_listeners, &l));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  DoneCount done;
+  ASSERT_EQ(0, pts_remote_controller_abort(l.rc, nullptr, count_done, &done));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  EXPECT_EQ(1, done.calls.load());
+  EXPECT_EQ(0, done.status.load());
+  EXPECT_EQ("1,m1,2,m2,", l.log);
+  pts_remote_controller_unref(l.rc);
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
+}
+
 }  // namespace
 }  // namespace ptstest
