@@ -192,7 +192,8 @@ TEST_F(PostTaskWithAbortSignalInHandler, AbortInTheSyncCallbackRejects) {
       Sig(pts_controller_signal(c)));
   Run();
   EXPECT_TRUE(RejectedWith(p, PTS_EABORT));
-  EXPECT_TRUE(pts_value_same(pts_promise_get_result(p), pts_signal_reason(pts_controller_signal(c))));
+  EXPECT_TRUE(pts_value_same(pts_promise_get_result(p),
+                             pts_signal_reason(pts_controller_signal(c))));
 }
 
 TEST_F(PostTaskWithAbortSignalInHandler, AbortInTheAsyncCallbackAfterAwaitResolves) {
