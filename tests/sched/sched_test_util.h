@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -213,6 +214,30 @@ class SchedTest : public ::testing::Test {
     pts_promise *p = NewPromise();
     pts_promise_resolve(p, pts_undefined());
     return p;
+  }
+  // Promise.all(ps) as far as the WPT ports need it: fulfilled (with
+  // undefined) once every one of ps is, rejected with the first rejection.
+  pts_promise *All(const std::vector<pts_promise *> &ps) {
+    pts_promise *all = NewPromise();
+    auto left = std::make_shared<size_t>(ps.size());
+    if (ps.empty()) pts_promise_resolve(all, pts_undefined());
+    for (pts_promise *p : ps) {
+      Then(
+          p,
+          [all, left](pts_value) {
+            if (--*left == 0) pts_promise_resolve(all, pts_undefined());
+            return pts_undefined();
+          },
+          [all](pts_value e) {
+            pts_promise_reject(all, pts_value_copy(e));
+            return pts_undefined();
+          });
+    }
+    return all;
+  }
+  // await Promise.all(tasks), checked after the loop ran: every one fulfilled.
+  static void ExpectAllFulfilled(const std::vector<pts_promise *> &ps) {
+    for (size_t i = 0; i < ps.size(); i++) EXPECT_TRUE(Fulfilled(ps[i])) << "task " << i;
   }
 
   // new TaskController({priority}): the controller (kept) and its signal.

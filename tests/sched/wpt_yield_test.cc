@@ -4,12 +4,22 @@
 // Then(x, rest), registered while the current scheduling state is the one the
 // JS await would capture.
 //
+// promise_rejects_dom(t, 'AbortError', p) becomes RejectedWith(p, PTS_EABORT)
+// plus, where the spec names it, identity with the signal's abort reason;
+// "await Promise.all(tasks)" becomes ExpectAllFulfilled(tasks) after the run.
+// Re-read against the WPT originals for issue 18: every order string is the
+// original's; the checks the ports had left out (tasks awaited by the
+// original, the subtasks awaited inside a task) are asserted too.
+//
 // Not ported: yield-same-origin-propagation.html and
 // yield-cross-origin-propagation.html (focus events across frames/processes,
-// nothing C can express), and the "thenable then()" variants of the
-// inherit-across-settled-promises files (C has no user-defined thenables; the
-// "await of a thenable" variants map to a promise resolved with a promise,
-// which adopts its state through a job as NewPromiseResolveThenableJob does).
+// nothing C can express); the user-thenable variants of both
+// *-across-settled-promises files, which wait for thenables in the C API:
+// "in a thenable then()" (both files) is left out, and "across an await of a
+// thenable" (both files) and "across a promise resolved with a thenable" run
+// with a promise standing in for the thenable (it adopts its state through a
+// job as NewPromiseResolveThenableJob does), until they can be rewritten with
+// a user thenable.
 #include "tests/sched/sched_test_util.h"
 
 using namespace ptstest;
@@ -35,6 +45,10 @@ TEST_F(YieldAbort, YieldWithAnAbortedSignal) {
   ASSERT_NE(yp, nullptr);
   EXPECT_TRUE(RejectedWith(yp, PTS_EABORT));
   EXPECT_TRUE(RejectedWith(task, PTS_EABORT));
+  // Both are rejected with the signal's abort reason itself.
+  pts_value reason = pts_signal_reason(pts_controller_signal(c));
+  EXPECT_TRUE(pts_value_same(pts_promise_get_result(yp), reason));
+  EXPECT_TRUE(pts_value_same(pts_promise_get_result(task), reason));
 }
 
 TEST_F(YieldAbort, YieldAbortedInASeparateTask) {
@@ -53,7 +67,9 @@ TEST_F(YieldAbort, YieldAbortedInASeparateTask) {
       Sig(sig));
   Run();
   EXPECT_FALSE(aborted_before);
+  ASSERT_NE(yp, nullptr);
   EXPECT_TRUE(RejectedWith(yp, PTS_EABORT));
+  EXPECT_TRUE(pts_value_same(pts_promise_get_result(yp), pts_signal_reason(sig)));
   EXPECT_TRUE(Fulfilled(task));
 }
 
@@ -119,6 +135,8 @@ class YieldInheritAbortAcrossSettledPromises : public SchedTest {
     EXPECT_FALSE(aborted_before);
     ASSERT_NE(yp, nullptr);
     EXPECT_TRUE(RejectedWith(yp, PTS_EABORT));
+    EXPECT_TRUE(pts_value_same(pts_promise_get_result(yp),
+                               pts_signal_reason(pts_controller_signal(c))));
     EXPECT_TRUE(Fulfilled(task));
   }
 };
@@ -299,6 +317,8 @@ TEST_F(YieldInheritAcrossPromises, InheritsAbortAcrossPromises) {
   Run();
   ASSERT_NE(yp, nullptr);
   EXPECT_TRUE(RejectedWith(yp, PTS_EABORT));
+  EXPECT_TRUE(pts_value_same(pts_promise_get_result(yp),
+                             pts_signal_reason(pts_controller_signal(c))));
   EXPECT_TRUE(Fulfilled(t));
 }
 
@@ -331,12 +351,12 @@ TEST_F(YieldInheritAcrossPromises, InheritsThenContextNotResolveContext) {
 
 TEST_F(YieldInheritAcrossPromises, InheritsPriorityInQueueMicrotask) {
   pts_promise *p1 = NewPromise();
-  Then(p1, [this](pts_value) {
+  pts_promise *p1_done = Then(p1, [this](pts_value) {
     Push("p1-start");
     return pts_promise_value(Then(Yield(), PushR("p1-continuation")));
   });
   pts_promise_ref(p1);
-  Post(
+  pts_promise *p2 = Post(
       [this, p1] {
         pts_promise_resolve(p1, pts_undefined());
         pts_promise_unref(p1);
@@ -348,8 +368,9 @@ TEST_F(YieldInheritAcrossPromises, InheritsPriorityInQueueMicrotask) {
         return Undef();
       },
       Prio(PTS_PRIORITY_USER_BLOCKING));
-  PostId("p3", Prio(PTS_PRIORITY_USER_BLOCKING));
+  pts_promise *p3 = PostId("p3", Prio(PTS_PRIORITY_USER_BLOCKING));
   Run();
+  ExpectAllFulfilled({p1_done, p2, p3});
   EXPECT_EQ(Ids(), "p1-start,p2-start,p2-continuation,p3,p1-continuation");
 }
 
@@ -357,35 +378,51 @@ TEST_F(YieldInheritAcrossPromises, InheritsPriorityInQueueMicrotask) {
 class YieldPriorityIdleCallbacks : public SchedTest {
  protected:
   pts_yield_options yopts_ = PTS_YIELD_OPTIONS_INIT;
-  bool done_ = false;
+  pts_promise *task_ = nullptr;  // the promise the first idle callback resolves
+  pts_promise *i2_ = nullptr;    // resolved by the second idle callback
+  std::vector<pts_promise *> subtasks_;
 
-  void YieldLoop(int i) {
-    Then(Yield(&yopts_), [this, i](pts_value) {
+  // for (i = 1..3) { await scheduler.yield(yieldParams); ids.push('y' + i); }
+  pts_promise *YieldLoop(int i) {
+    return Then(Yield(&yopts_), [this, i](pts_value) {
       Push("y" + std::to_string(i));
-      if (i < 3) YieldLoop(i + 1);
-      return Undef();
+      return i < 3 ? pts_promise_value(YieldLoop(i + 1)) : Undef();
     });
   }
   static void Idle2(void *d, int status, const pts_idle_deadline *) {
-    if (status == 0) static_cast<YieldPriorityIdleCallbacks *>(d)->Push("i2");
+    if (status != 0) return;
+    auto *self = static_cast<YieldPriorityIdleCallbacks *>(d);
+    self->Push("i2");
+    pts_promise_resolve(self->i2_, pts_undefined());
   }
   static void Idle1(void *d, int status, const pts_idle_deadline *) {
     if (status != 0) return;
     auto *self = static_cast<YieldPriorityIdleCallbacks *>(d);
     self->Push("i1");
-    self->PostId("uv1", NoOpts());
-    self->PostId("uv2", NoOpts());
-    self->PostId("bg1", Prio(PTS_PRIORITY_BACKGROUND));
-    self->PostId("bg2", Prio(PTS_PRIORITY_BACKGROUND));
+    self->subtasks_.push_back(self->PostId("uv1", NoOpts()));
+    self->subtasks_.push_back(self->PostId("uv2", NoOpts()));
+    self->subtasks_.push_back(self->PostId("bg1", Prio(PTS_PRIORITY_BACKGROUND)));
+    self->subtasks_.push_back(self->PostId("bg2", Prio(PTS_PRIORITY_BACKGROUND)));
+    self->i2_ = self->NewPromise();
+    self->subtasks_.push_back(self->i2_);
     EXPECT_EQ(pts_request_idle_callback(self->g, Idle2, self, 0, nullptr), 0);
-    self->YieldLoop(1);
+    // The yields, then await Promise.all(subtasks), then resolve().
+    pts_promise *all = self->Then(self->YieldLoop(1), [self](pts_value) {
+      return pts_promise_value(self->All(self->subtasks_));
+    });
+    self->Then(all, [self](pts_value) {
+      pts_promise_resolve(self->task_, pts_undefined());
+      return Undef();
+    });
   }
   void RunTest() {
+    task_ = NewPromise();
     ASSERT_EQ(pts_request_idle_callback(g, Idle1, this, 0, nullptr), 0);
     Run();
     // i2 was requested during the first idle period: it runs in the next
     // one (the loop starts at most one idle period per run).
     Run();
+    EXPECT_TRUE(Fulfilled(task_));
     EXPECT_EQ(Ids(), "i1,uv1,uv2,y1,y2,y3,bg1,bg2,i2");
   }
 };
@@ -412,30 +449,33 @@ class YieldPriorityPosttask : public SchedTest {
   const char *kUV = "ub1,ub2,y0,y1,y2,y3,uv1,uv2,bg1,bg2";
   const char *kBG = "ub1,ub2,uv1,uv2,y0,y1,y2,y3,bg1,bg2";
 
-  void YieldLoop(pts_yield_options yo, int i) {
-    Then(Yield(&yo), [this, yo, i](pts_value) {
+  // for (i = 1..3) { await scheduler.yield(yo); ids.push('y' + i); }: the
+  // promise of the rest of the async function.
+  pts_value YieldLoop(pts_yield_options yo, int i) {
+    return pts_promise_value(Then(Yield(&yo), [this, yo, i](pts_value) {
       Push("y" + std::to_string(i));
-      if (i < 3) YieldLoop(yo, i + 1);
-      return Undef();
-    });
+      return i < 3 ? YieldLoop(yo, i + 1) : Undef();
+    }));
   }
-  // postTestTasks(yieldyTaskParams, yieldParams), then await all.
+  // postTestTasks(yieldyTaskParams, yieldParams), then await Promise.all of
+  // the seven tasks (the yieldy one settles after y3).
   void PostTestTasks(pts_post_options post, pts_yield_options yo) {
     ids.clear();
-    Post(
+    std::vector<pts_promise *> tasks;
+    tasks.push_back(Post(
         [this, yo] {
           Push("y0");
-          YieldLoop(yo, 1);
-          return Undef();
+          return YieldLoop(yo, 1);
         },
-        post);
-    PostId("ub1", Prio(PTS_PRIORITY_USER_BLOCKING));
-    PostId("ub2", Prio(PTS_PRIORITY_USER_BLOCKING));
-    PostId("uv1", Prio(PTS_PRIORITY_USER_VISIBLE));
-    PostId("uv2", Prio(PTS_PRIORITY_USER_VISIBLE));
-    PostId("bg1", Prio(PTS_PRIORITY_BACKGROUND));
-    PostId("bg2", Prio(PTS_PRIORITY_BACKGROUND));
+        post));
+    tasks.push_back(PostId("ub1", Prio(PTS_PRIORITY_USER_BLOCKING)));
+    tasks.push_back(PostId("ub2", Prio(PTS_PRIORITY_USER_BLOCKING)));
+    tasks.push_back(PostId("uv1", Prio(PTS_PRIORITY_USER_VISIBLE)));
+    tasks.push_back(PostId("uv2", Prio(PTS_PRIORITY_USER_VISIBLE)));
+    tasks.push_back(PostId("bg1", Prio(PTS_PRIORITY_BACKGROUND)));
+    tasks.push_back(PostId("bg2", Prio(PTS_PRIORITY_BACKGROUND)));
     Run();
+    ExpectAllFulfilled(tasks);
   }
   pts_signal *FixedSignal(int p) { return pts_controller_signal(TaskController(p)); }
 };
@@ -528,23 +568,26 @@ TEST_F(YieldPriorityPosttask, PriorityOverridesSignal) {
 TEST_F(YieldPriorityPosttask, YieldWithTaskSignalHasDynamicPriority) {
   pts_controller *c = TaskController();
   pts_yield_options inherit = YSigInherit();
+  std::vector<pts_promise *> subtasks;
   pts_promise *task = Post(
       [&] {
         Push("y0");
-        PostId("uv1", NoOpts());
-        PostId("uv2", NoOpts());
-        Then(Yield(&inherit), [&](pts_value) {
+        subtasks.push_back(PostId("uv1", NoOpts()));
+        subtasks.push_back(PostId("uv2", NoOpts()));
+        return pts_promise_value(Then(Yield(&inherit), [&](pts_value) {
           Push("y1");
           return pts_promise_value(Then(Yield(&inherit), [&](pts_value) {
             Push("y2");
             pts_controller_set_priority(c, PTS_PRIORITY_BACKGROUND);
             return pts_promise_value(Then(Yield(&inherit), [&](pts_value) {
               Push("y3");
-              return pts_promise_value(Then(Yield(&inherit), PushR("y4")));
+              return pts_promise_value(Then(Yield(&inherit), [&](pts_value) {
+                Push("y4");
+                return pts_promise_value(All(subtasks));  // await Promise.all(subtasks)
+              }));
             }));
           }));
-        });
-        return Undef();
+        }));
       },
       Sig(pts_controller_signal(c)));
   Run();
@@ -555,27 +598,31 @@ TEST_F(YieldPriorityPosttask, YieldWithTaskSignalHasDynamicPriority) {
 TEST_F(YieldPriorityPosttask, MixedInheritanceAndDefault) {
   pts_yield_options uv = YPrio(PTS_PRIORITY_USER_VISIBLE);
   pts_yield_options inherit = YSigInherit();
-  Post(
+  std::vector<pts_promise *> subtasks;
+  pts_promise *task = Post(
       [&] {
         Push("y0");
-        PostId("ub1", Prio(PTS_PRIORITY_USER_BLOCKING));
-        PostId("uv1", NoOpts());
-        Then(Yield(&uv), [&](pts_value) {
+        subtasks.push_back(PostId("ub1", Prio(PTS_PRIORITY_USER_BLOCKING)));
+        subtasks.push_back(PostId("uv1", NoOpts()));
+        return pts_promise_value(Then(Yield(&uv), [&](pts_value) {
           Push("y1");
           return pts_promise_value(Then(Yield(&uv), [&](pts_value) {
             Push("y2");
-            PostId("ub2", Prio(PTS_PRIORITY_USER_BLOCKING));
-            PostId("uv2", NoOpts());
+            subtasks.push_back(PostId("ub2", Prio(PTS_PRIORITY_USER_BLOCKING)));
+            subtasks.push_back(PostId("uv2", NoOpts()));
             return pts_promise_value(Then(Yield(&inherit), [&](pts_value) {
               Push("y3");
-              return pts_promise_value(Then(Yield(&inherit), PushR("y4")));
+              return pts_promise_value(Then(Yield(&inherit), [&](pts_value) {
+                Push("y4");
+                return pts_promise_value(All(subtasks));  // await Promise.all(subtasks)
+              }));
             }));
           }));
-        });
-        return Undef();
+        }));
       },
       Prio(PTS_PRIORITY_USER_BLOCKING));
   Run();
+  EXPECT_TRUE(Fulfilled(task));
   EXPECT_EQ(Ids(), "y0,ub1,y1,y2,y3,y4,ub2,uv1,uv2");
 }
 
@@ -583,20 +630,33 @@ TEST_F(YieldPriorityPosttask, MixedInheritanceAndDefault) {
 class YieldPriorityTimers : public SchedTest {};
 
 TEST_F(YieldPriorityTimers, YieldWithTimerTasksInheritSignal) {
-  SetTimeout([this](int status) {
+  // tasks: one promise per timer, resolved when its callback is done (the
+  // first one after its third yield).
+  pts_promise *tasks[3] = {NewPromise(), NewPromise(), NewPromise()};
+  SetTimeout([this, &tasks](int status) {
     if (status) return;
     Push("t1");
-    Then(Yield(), [this](pts_value) {
+    Then(Yield(), [this, &tasks](pts_value) {
       Push("y1");
-      return pts_promise_value(Then(Yield(), [this](pts_value) {
+      return pts_promise_value(Then(Yield(), [this, &tasks](pts_value) {
         Push("y2");
-        return pts_promise_value(Then(Yield(), PushR("y3")));
+        return pts_promise_value(Then(Yield(), [this, &tasks](pts_value) {
+          Push("y3");
+          pts_promise_resolve(tasks[0], pts_undefined());
+          return Undef();
+        }));
       }));
     });
   });
-  SetTimeout([this](int status) { if (!status) Push("t2"); });
-  SetTimeout([this](int status) { if (!status) Push("t3"); });
+  for (int i : {1, 2}) {
+    SetTimeout([this, &tasks, i](int status) {
+      if (status) return;
+      Push("t" + std::to_string(i + 1));
+      pts_promise_resolve(tasks[i], pts_undefined());
+    });
+  }
   Run();
+  ExpectAllFulfilled({tasks[0], tasks[1], tasks[2]});
   EXPECT_EQ(Ids(), "t1,y1,y2,y3,t2,t3");
 }
 
@@ -640,6 +700,8 @@ TEST_F(YieldThenDetach, YieldFromARemovedFrame) {
   Run();
   Advance(10);
   EXPECT_FALSE(did_run);
+  // ptsched: the pending yield() promise is rejected, not left pending
+  // (DESIGN.md); WPT only checks that the continuation did not run.
   EXPECT_TRUE(RejectedWith(yp, PTS_ECANCELED));
   ExpectNoLiveTasks();
 }
@@ -663,8 +725,10 @@ class YieldScriptedSubframePropagation : public SchedTest {
     ASSERT_TRUE(Fulfilled(t2));
     EXPECT_EQ(pts_promise_get_result(t1).u.i, 1);
     EXPECT_EQ(pts_promise_get_result(t2).u.i, 2);
-    // The intent of "Expected inner before outer": the continuation
-    // inherited user-blocking and ran before the outer task.
+    // WPT compares Promise.all's results ("inner,outer", kept in input
+    // order): the two values above. Beyond it, the run order: the
+    // continuation inherited user-blocking, and user-blocking continuations
+    // run before user-blocking tasks.
     EXPECT_EQ(Ids(), "inner,outer");
     ids.clear();
   }

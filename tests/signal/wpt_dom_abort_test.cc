@@ -1,7 +1,12 @@
 // Ports of WPT dom/abort/event.any.js, dom/abort/AbortSignal.any.js and
-// dom/abort/abort-signal-timeout.any.js. Test names: file, then WPT test name.
-// JS strings and objects used as reasons become ints (compared by value) and
-// error or box values (compared by identity with pts_value_same).
+// dom/abort/timeout.any.js (AbortSignal.timeout()). Test names: file, then WPT
+// test name. JS strings and objects used as reasons become ints (compared by
+// value) and error or box values (compared by identity with pts_value_same).
+// Every check of those files is ported except what has no C counterpart:
+// '"reason" in signal', 'instanceof AbortSignal/DOMException' (a reason's
+// DOMException-ness is its error kind and name here) and the abort event's
+// bubbles/isTrusted (pts_event has neither: events never bubble and only the
+// library fires them).
 #include "signal_test_util.h"
 
 namespace ptstest {

@@ -53,6 +53,12 @@ class TaskControllerWPT : public SignalTest {
     for (size_t i = 0; i < v.size(); i++) s += (i ? "," : "") + v[i];
     return s;
   }
+  // await Promise.all(tasks)
+  static void expect_all_fulfilled(const std::vector<pts_promise *> &ps) {
+    for (size_t i = 0; i < ps.size(); i++) {
+      EXPECT_EQ(pts_promise_get_state(ps[i]), PTS_PROMISE_FULFILLED) << "task " << i;
+    }
+  }
   static void expect_abort_error(pts_promise *p) {
     EXPECT_EQ(pts_promise_get_state(p), PTS_PROMISE_REJECTED);
     EXPECT_STREQ(pts_error_name(pts_promise_get_result(p)), "AbortError");
@@ -136,6 +142,7 @@ TEST_F(TaskControllerWPT, SetPriority1_ChangesThePriorityOfAllAssociatedTasks) {
   EXPECT_EQ(pts_signal_priority(signal), BG);
   run();
   EXPECT_EQ(joined(order), "5,6,0,1,2,3,4");
+  expect_all_fulfilled(ps);
   for (auto *p : ps) pts_promise_unref(p);
   pts_controller_unref(c);
 }
@@ -156,6 +163,7 @@ TEST_F(TaskControllerWPT, SetPriorityRepeated_WhenCalledRepeatedly) {
   EXPECT_EQ(pts_signal_priority(signal), BG);
   run();
   EXPECT_EQ(joined(order), "1,2,0");
+  expect_all_fulfilled(ps);
   order.clear();
   ps.push_back(post(&j[3], signal));
   ps.push_back(post(&j[4], nullptr, UB));
@@ -164,6 +172,7 @@ TEST_F(TaskControllerWPT, SetPriorityRepeated_WhenCalledRepeatedly) {
   EXPECT_EQ(pts_signal_priority(signal), UB);
   run();
   EXPECT_EQ(joined(order), "3,4,5");
+  expect_all_fulfilled(ps);
   for (auto *p : ps) pts_promise_unref(p);
   pts_controller_unref(c);
 }
@@ -187,6 +196,7 @@ TEST_F(TaskControllerWPT, SetPriorityRepeated_WhenCalledRepeatedlyBeforeTasksRun
   EXPECT_EQ(pts_signal_priority(signal), UB);
   run();
   EXPECT_EQ(joined(order), "0,1,2");
+  expect_all_fulfilled(ps);
   for (auto *p : ps) pts_promise_unref(p);
   pts_controller_unref(c);
 }
@@ -231,6 +241,7 @@ TEST_F(TaskControllerWPT, AnyPostTaskRunOrder_FixedPriorityCompositeSignal) {
   }
   run();
   EXPECT_EQ(joined(order), "UB1,UB2,UV1,UV2,B1,B2");
+  expect_all_fulfilled(ps);
   for (auto *p : ps) pts_promise_unref(p);
 }
 
@@ -252,6 +263,7 @@ TEST_F(TaskControllerWPT, AnyPostTaskRunOrder_DynamicPriorityCompositeSignal) {
   pts_controller_set_priority(c, BG);
   run();
   EXPECT_EQ(joined(order), "UB1,UB2,UV1,UV2,B1,B2");
+  expect_all_fulfilled(ps);
   for (auto *p : ps) pts_promise_unref(p);
   pts_signal_unref(signal);
   pts_controller_unref(c);
@@ -274,6 +286,7 @@ TEST_F(TaskControllerWPT, AnyPostTaskRunOrder_CompositeSignalWhoseSourceHasFixed
   ps.push_back(post(&j[5], nullptr, UB));
   run();
   EXPECT_EQ(joined(order), "UB1,UB2,UV1,UV2,B1,B2");
+  expect_all_fulfilled(ps);
   for (auto *p : ps) pts_promise_unref(p);
   pts_signal_unref(signal);
   pts_signal_unref(parent);
