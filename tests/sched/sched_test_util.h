@@ -85,6 +85,26 @@ inline pts_yield_options YSigInherit() {
   return o;
 }
 
+// A user thenable (value.h) whose then hook is a C++ function of the
+// resolvers; *destroyed (if given) counts its release.
+using ThenFn = std::function<pts_value(pts_resolvers *)>;
+struct ThenBox {
+  ThenFn fn;
+  int *destroyed;
+};
+inline pts_value CallThen(void *d, pts_resolvers *r) { return static_cast<ThenBox *>(d)->fn(r); }
+inline void DestroyThen(void *d) {
+  auto *b = static_cast<ThenBox *>(d);
+  if (b->destroyed) (*b->destroyed)++;
+  delete b;
+}
+inline pts_value Thenable(ThenFn fn, int *destroyed = nullptr) {
+  pts_value v = pts_thenable_value(CallThen, new ThenBox{std::move(fn), destroyed},
+                                   DestroyThen);
+  EXPECT_EQ(v.kind, PTS_VALUE_THENABLE);
+  return v;
+}
+
 class SchedTest : public ::testing::Test {
  public:
   bool virtual_clock_ = true;

@@ -20,25 +20,6 @@ using namespace ptstest;
 
 namespace {
 
-// A thenable whose then hook is a C++ function of the resolvers.
-using ThenFn = std::function<pts_value(pts_resolvers *)>;
-struct ThenBox {
-  ThenFn fn;
-  int *destroyed;
-};
-pts_value CallThen(void *d, pts_resolvers *r) { return static_cast<ThenBox *>(d)->fn(r); }
-void DestroyThen(void *d) {
-  auto *b = static_cast<ThenBox *>(d);
-  if (b->destroyed) (*b->destroyed)++;
-  delete b;
-}
-pts_value Thenable(ThenFn fn, int *destroyed = nullptr) {
-  pts_value v = pts_thenable_value(CallThen, new ThenBox{std::move(fn), destroyed},
-                                   DestroyThen);
-  EXPECT_EQ(v.kind, PTS_VALUE_THENABLE);
-  return v;
-}
-
 class Thenables : public SchedTest {
  public:
   // p.then(v => ids.push("fulfilled " + v), e => ids.push("rejected " + msg))

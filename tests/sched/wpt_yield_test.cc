@@ -13,13 +13,8 @@
 //
 // Not ported: yield-same-origin-propagation.html and
 // yield-cross-origin-propagation.html (focus events across frames/processes,
-// nothing C can express); the user-thenable variants of both
-// *-across-settled-promises files, which wait for thenables in the C API:
-// "in a thenable then()" (both files) is left out, and "across an await of a
-// thenable" (both files) and "across a promise resolved with a thenable" run
-// with a promise standing in for the thenable (it adopts its state through a
-// job as NewPromiseResolveThenableJob does), until they can be rewritten with
-// a user thenable.
+// nothing C can express). The thenables of both *-across-settled-promises
+// files are user thenables of the C API (value.h, pts_thenable_value).
 #include "tests/sched/sched_test_util.h"
 
 using namespace ptstest;
@@ -104,9 +99,12 @@ pts_value Through(SchedTest *t, Via via, const std::function<pts_value()> &k) {
     case Via::kChainedThen:
       p = t->Then(t->Resolved(), [](pts_value) { return Undef(); });
       break;
-    case Via::kAwaitThenable:
+    case Via::kAwaitThenable:  // await {then(resolve) { resolve(); }}
       p = t->NewPromise();
-      pts_promise_resolve(p, pts_promise_value(t->Resolved()));
+      pts_promise_resolve(p, Thenable([](pts_resolvers *r) {
+                            pts_resolvers_resolve(r, pts_undefined());
+                            return pts_undefined();
+                          }));
       break;
   }
   return pts_promise_value(t->Then(p, then_k));
@@ -169,6 +167,18 @@ TEST_F(YieldInheritAbortAcrossSettledPromises, AcrossAnAwaitOfAThenable) {
   RunTest([this] { return Through(this, Via::kAwaitThenable, [this] { return YieldThenAbort(); }); });
 }
 
+// new Promise(resolve => resolve({then(res) { res(yieldThenAbort()); }}))
+TEST_F(YieldInheritAbortAcrossSettledPromises, InAThenableThen) {
+  RunTest([this] {
+    pts_promise *p = NewPromise();
+    pts_promise_resolve(p, Thenable([this](pts_resolvers *r) {
+                          pts_resolvers_resolve(r, YieldThenAbort());
+                          return pts_undefined();
+                        }));
+    return pts_promise_value(p);
+  });
+}
+
 // ---- yield-inherit-across-settled-promises.any.js ----
 class YieldInheritAcrossSettledPromises : public SchedTest {
  protected:
@@ -221,18 +231,26 @@ TEST_F(YieldInheritAcrossSettledPromises, AcrossAnAwaitOfAThenable) {
   RunTest([this] { return Through(this, Via::kAwaitThenable, [this] { return Race(); }); });
 }
 
-TEST_F(YieldInheritAcrossSettledPromises, AcrossAPromiseResolvedWithAThenable) {
-  // new Promise(resolve => resolve(thenable)) resolved with a still pending
-  // promise that settles later in a microtask.
+// new Promise(resolve => resolve({then(res) { res(race()); }}))
+TEST_F(YieldInheritAcrossSettledPromises, InAThenableThen) {
   RunTest([this] {
-    pts_promise *inner = NewPromise();
     pts_promise *p = NewPromise();
-    pts_promise_resolve(p, pts_promise_value(inner));
-    pts_promise_ref(inner);
-    QueueMicrotask([inner](int) {
-      pts_promise_resolve(inner, pts_undefined());
-      pts_promise_unref(inner);
-    });
+    pts_promise_resolve(p, Thenable([this](pts_resolvers *r) {
+                          pts_resolvers_resolve(r, Race());
+                          return pts_undefined();
+                        }));
+    return pts_promise_value(p);
+  });
+}
+
+// await new Promise(resolve => resolve({then(r) { r(); }})); await race()
+TEST_F(YieldInheritAcrossSettledPromises, AcrossAPromiseResolvedWithAThenable) {
+  RunTest([this] {
+    pts_promise *p = NewPromise();
+    pts_promise_resolve(p, Thenable([](pts_resolvers *r) {
+                          pts_resolvers_resolve(r, pts_undefined());
+                          return pts_undefined();
+                        }));
     return pts_promise_value(Then(p, ThenRace()));
   });
 }
