@@ -36,6 +36,23 @@ class Thenables : public SchedTest {
           return pts_undefined();
         });
   }
+  // A task (with options o) that awaits a thenable whose then hook runs
+  // hook(): "await thenable" makes a promise resolved with it (PromiseResolve).
+  // A job runs before the thenable's: after it the current state is null
+  // (HostCallJobCallback), so the hook can only see the captured state.
+  void PostAwaitingThenable(pts_post_options o, std::function<void()> hook) {
+    Post(
+        [this, hook] {
+          QueueMicrotask([](int) {});
+          pts_promise_resolve(NewPromise(), Thenable([hook](pts_resolvers *r) {
+                                hook();
+                                pts_resolvers_resolve(r, pts_undefined());
+                                return pts_undefined();
+                              }));
+          return pts_undefined();
+        },
+        o);
+  }
 };
 
 TEST_F(Thenables, ResolvingCallsThenOneMicrotaskLater) {
@@ -165,27 +182,16 @@ TEST_F(Thenables, APostTaskResultAdoptsAThenableAfterTheCallbacksMicrotasks) {
   EXPECT_EQ(Ids(), "m,then,fulfilled 5");
 }
 
-// "await thenable" in a task (PromiseResolve makes a promise resolved with
-// it): the then hook runs with the task's scheduling state, so a yield in it
-// inherits the task's signal (aborted: the yield is rejected) ...
+// "await thenable" in a task: the then hook runs with the task's scheduling
+// state, so a yield in it inherits the task's signal (aborted: the yield is
+// rejected) ...
 TEST_F(Thenables, AYieldInTheThenHookInheritsTheTasksSignal) {
   pts_controller *c = TaskController();
   pts_promise *yp = nullptr;
-  Post(
-      [&] {
-        // A job before the thenable's: after it the current state is null
-        // (HostCallJobCallback), so only the captured state can be seen.
-        QueueMicrotask([](int) {});
-        pts_promise *awaited = NewPromise();
-        pts_promise_resolve(awaited, Thenable([&](pts_resolvers *r) {
-                              pts_controller_abort(c, nullptr);
-                              yp = Yield();
-                              pts_resolvers_resolve(r, pts_undefined());
-                              return pts_undefined();
-                            }));
-        return pts_undefined();
-      },
-      Sig(pts_controller_signal(c)));
+  PostAwaitingThenable(Sig(pts_controller_signal(c)), [&] {
+    pts_controller_abort(c, nullptr);
+    yp = Yield();
+  });
   Run();
   ASSERT_NE(yp, nullptr);
   EXPECT_TRUE(RejectedWith(yp, PTS_EABORT));
@@ -195,21 +201,10 @@ TEST_F(Thenables, AYieldInTheThenHookInheritsTheTasksSignal) {
 // user-visible task posted first (it would run before it with no state).
 TEST_F(Thenables, AYieldInTheThenHookInheritsTheTasksPriority) {
   pts_controller *c = TaskController(PTS_PRIORITY_BACKGROUND);
-  Post(
-      [this] {
-        // A job before the thenable's: after it the current state is null
-        // (HostCallJobCallback), so only the captured state can be seen.
-        QueueMicrotask([](int) {});
-        pts_promise *awaited = NewPromise();
-        pts_promise_resolve(awaited, Thenable([this](pts_resolvers *r) {
-                              PostId("user-visible task", NoOpts());
-                              Then(Yield(), PushR("continuation"));
-                              pts_resolvers_resolve(r, pts_undefined());
-                              return pts_undefined();
-                            }));
-        return pts_undefined();
-      },
-      Sig(pts_controller_signal(c)));
+  PostAwaitingThenable(Sig(pts_controller_signal(c)), [this] {
+    PostId("user-visible task", NoOpts());
+    Then(Yield(), PushR("continuation"));
+  });
   Run();
   EXPECT_EQ(Ids(), "user-visible task,continuation");
 }
