@@ -3,9 +3,9 @@
  * and abort reasons (the ECMAScript values of the spec, in C).
  *
  * A pts_value is a small struct passed by value. Kinds that own memory
- * (PTS_VALUE_ERROR, PTS_VALUE_BOX, PTS_VALUE_PROMISE) hold a reference: copy
- * with pts_value_copy() and drop with pts_value_release(). The reference counts
- * of errors and boxes are atomic, so a value may be handed to another thread
+ * (PTS_VALUE_ERROR, PTS_VALUE_BOX, PTS_VALUE_PROMISE, PTS_VALUE_THENABLE) hold
+ * a reference: copy with pts_value_copy() and drop with pts_value_release().
+ * The reference counts of errors, boxes and thenables are atomic, so a value may be handed to another thread
  * (an agent's result back to its caller); promises belong to one loop and may
  * only be released on it.
  *
