@@ -478,6 +478,7 @@ struct ListenLog {
   std::string log;  // written on the agent's thread only
   pts_remote_controller *rc;
   pts_loop *loop;
+  pts_event_type type;
 };
 struct ListenerOf {
   ListenLog *l;
@@ -499,8 +500,18 @@ void add_two_listeners(void *data, int status) {
   pts_signal *s = pts_controller_signal(pts_remote_controller_get(l->rc));
   first_listener = {l, "1"};
   second_listener = {l, "2"};
-  EXPECT_EQ(0, pts_signal_add_listener(s, PTS_EVENT_ABORT, log_and_queue, &first_listener, false));
-  EXPECT_EQ(0, pts_signal_add_listener(s, PTS_EVENT_ABORT, log_and_queue, &second_listener, false));
+  EXPECT_EQ(0, pts_signal_add_listener(s, l->type, log_and_queue, &first_listener, false));
+  EXPECT_EQ(0, pts_signal_add_listener(s, l->type, log_and_queue, &second_listener, false));
+}
+
+// A remote controller on a fresh agent, with two listeners of this type on
+// its signal (added by a task on the agent's thread).
+void ArmRemoteListeners(pts_agent *a, ListenLog *l, pts_event_type type) {
+  l->loop = pts_agent_loop(a);
+  l->type = type;
+  ASSERT_EQ(0, pts_remote_controller_new_async(a, PTS_PRIORITY_USER_VISIBLE, &l->rc));
+  ASSERT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_GENERIC, add_two_listeners, l));
+  ASSERT_EQ(0, pts_agent_drain(a));
 }
 
 TEST_F(PoolTest, ARemoteAbortGivesEachListenerItsOwnCheckpoint) {
@@ -508,12 +519,26 @@ TEST_F(PoolTest, ARemoteAbortGivesEachListenerItsOwnCheckpoint) {
   pts_agent *a;
   ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
   ListenLog l;
-  l.loop = pts_agent_loop(a);
-  ASSERT_EQ(0, pts_remote_controller_new_async(a, -1, &l.rc));
-  ASSERT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_GENERIC, add_two_listeners, &l));
-  ASSERT_EQ(0, pts_agent_drain(a));
+  ArmRemoteListeners(a, &l, PTS_EVENT_ABORT);
   DoneCount done;
   ASSERT_EQ(0, pts_remote_controller_abort(l.rc, nullptr, count_done, &done));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  EXPECT_EQ(1, done.calls.load());
+  EXPECT_EQ(0, done.status.load());
+  EXPECT_EQ("1,m1,2,m2,", l.log);
+  pts_remote_controller_unref(l.rc);
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
+}
+
+TEST_F(PoolTest, ARemoteSetPriorityGivesEachListenerItsOwnCheckpoint) {
+  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ListenLog l;
+  ArmRemoteListeners(a, &l, PTS_EVENT_PRIORITYCHANGE);
+  DoneCount done;
+  ASSERT_EQ(0, pts_remote_controller_set_priority(l.rc, PTS_PRIORITY_BACKGROUND, count_done, &done));
   ASSERT_EQ(0, pts_agent_drain(a));
   EXPECT_EQ(1, done.calls.load());
   EXPECT_EQ(0, done.status.load());
