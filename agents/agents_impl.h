@@ -172,9 +172,15 @@ struct pts__worker {
   /* Placement bookkeeping, under the pool's mutex. */
   uint32_t norigins, nplaced, planned_cap;
 
-  /* Balancer: set while the worker has nothing ready and is about to park or
-   * parked (owner writes, other workers read; pool.c, "Balancer"). */
+  /* Balancer (pool.c, "Balancer"): hungry is set while the worker has
+   * nothing ready and is about to park or parked (owner writes, others
+   * read); invite = index + 1 of a worker that plans to give it a loop (the
+   * giver writes it, this worker takes it); taker: the invited worker is
+   * awake and waiting for the loop this worker planned to give. Hints: the
+   * MOVE command carries everything that matters. */
   atomic_bool hungry;
+  _Atomic int invite;
+  atomic_bool taker;
 
   /* Owner. */
   pts__warrays *arr;
@@ -191,6 +197,11 @@ struct pts__worker {
   uint64_t bal_next, bal_t0, bal_busy0;
   bool bal_armed;
   uint64_t *bal_peer0;
+  /* Balancer: the planned move (an agent of this worker and its target),
+   * made once the target is awake (taker), dropped after plan_until. */
+  pts_agent *plan;
+  pts__worker *plan_to;
+  uint64_t plan_until;
   /* Quantized: the slot table of the current epoch (slot j of a frame
    * belongs to agents[q_table[j]]; q_run[j]: how many slots from j on,
    * wrapping, belong to that agent; q_span[j]: the length of that agent's

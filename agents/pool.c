@@ -175,6 +175,14 @@ static void cpu_relax(unsigned spins) {
 #define BAL_TICK_NS UINT64_C(1000000)
 #define BAL_RESIDENCE_NS UINT64_C(100000000)
 #define BAL_SHARE 4
+/* BAL_PLAN_NS: how long a planned move waits for its target to wake and
+ * ask for it (a wake-up takes ~5 us idle, milliseconds on a loaded host)
+ * before it is dropped and decided again. BAL_TAKE_SPIN_NS: how long the
+ * woken target spins for the loop before it parks again (the giver moves it
+ * at its next step boundary, i.e. within one task); a later MOVE unparks it
+ * anyway, so the spin only saves a second wake-up. */
+#define BAL_PLAN_NS UINT64_C(5000000)
+#define BAL_TAKE_SPIN_NS UINT64_C(100000)
 
 const char *pts_policy_name(int policy) {
   static const char *const names[PTS_POLICY_COUNT] = {
@@ -510,6 +518,7 @@ static void agent_teardown(pts__worker *w, pts_agent *a) {
     cpu_relax(spins++);
   agent_unplace(w, a);
   a->move_to = NULL;
+  if (w->plan == a) w->plan = NULL;
 
   a->dead = true;
   pts__tls_agent = a;
@@ -587,6 +596,7 @@ static void move_out(pts__worker *w, pts_agent *a, pts__worker *t) {
     return;
   }
   agent_unplace(w, a);
+  if (w->plan == a) w->plan = NULL;
   pts__loop_pool_detach(a->loop);
   a->attached = false;
   w->nplaced--;
@@ -646,6 +656,10 @@ static void move_group(pts__worker *w, pts_agent *a, unsigned thread, bool by_ba
  * BAL_RESIDENCE_NS stay. */
 static void balance_tick(pts__worker *w, uint64_t now) {
   w->bal_next = now + BAL_TICK_NS;
+  if (w->plan != NULL) {
+    if (now < w->plan_until) return; /* waiting for the target */
+    w->plan = NULL;                   /* it never came: decide again */
+  }
   if (w->nready < 2) {
     w->bal_armed = false;
     return;
@@ -703,7 +717,37 @@ static void balance_tick(pts__worker *w, uint64_t now) {
     }
   }
   pthread_mutex_unlock(&pool->mu);
-  if (pick != NULL) move_group(w, pick, t->index, true);
+  if (pick == NULL) return;
+  /* Plan the move and wake the target: it asks for the loop once awake
+   * (balance_take), so the loop keeps running here meanwhile and waits for
+   * no wake-up once detached. */
+  w->plan = pick;
+  w->plan_to = t;
+  w->plan_until = now + BAL_PLAN_NS;
+  atomic_store_explicit(&w->taker, false, memory_order_relaxed);
+  atomic_store_explicit(&t->invite, (int)w->index + 1, memory_order_relaxed);
+  pts__parker_unpark(&t->parker);
+}
+
+/* The giver: the planned move, once its target is awake. */
+static void balance_give(pts__worker *w) {
+  if (!atomic_load_explicit(&w->taker, memory_order_relaxed)) return;
+  atomic_store_explicit(&w->taker, false, memory_order_relaxed);
+  pts_agent *a = w->plan;
+  w->plan = NULL;
+  move_group(w, a, w->plan_to->index, true);
+}
+
+/* The target, about to park: an invitation takes the loop it offers. */
+static void balance_take(pts__worker *w) {
+  if (atomic_load_explicit(&w->invite, memory_order_relaxed) == 0) return;
+  int from = atomic_exchange_explicit(&w->invite, 0, memory_order_relaxed);
+  if (from == 0) return;
+  atomic_store_explicit(&w->pool->w[from - 1]->taker, true, memory_order_relaxed);
+  uint64_t t0 = pts__now_ns();
+  while (pts__mpsc_is_empty(&w->control) && pts__mpsc_is_empty(&w->signaled) &&
+         pts__now_ns() - t0 < BAL_TAKE_SPIN_NS)
+    cpu_relax(0);
 }
 
 /* Returns true on shutdown. */
@@ -833,8 +877,12 @@ static void idle(pts__worker *w, uint64_t until) {
     until -= lead; /* park to just before the boundary, then spin (next pass) */
   }
   /* Balancer: nothing is ready here; a busy worker may give us a loop. */
-  if (w->pool->balance && !atomic_load_explicit(&w->hungry, memory_order_relaxed))
-    atomic_store_explicit(&w->hungry, true, memory_order_relaxed);
+  if (w->pool->balance) {
+    if (!atomic_load_explicit(&w->hungry, memory_order_relaxed))
+      atomic_store_explicit(&w->hungry, true, memory_order_relaxed);
+    balance_take(w);
+    if (!pts__mpsc_is_empty(&w->control)) return;
+  }
   /* Command blocks of other threads go back before we sleep, so their
    * posters can reuse them (sync/nodecache.h). */
   pts__node_flush();
@@ -861,6 +909,7 @@ static void *worker_main(void *arg) {
     drain_signaled(w);
     uint64_t now = pts__now_ns();
     fire_timers(w, now);
+    if (w->plan != NULL) balance_give(w);
     if (w->pool->balance && now >= w->bal_next) balance_tick(w, now);
     uint64_t until = UINT64_MAX;
     pts_agent *a = pts__policy_pick(w, now, &until);
@@ -956,6 +1005,8 @@ static int pool_create(const pts_pool_options *opts, const pts__quant_options *q
     w->arr = warrays_new(w->planned_cap);
     if (w->arr == NULL) goto fail;
     atomic_init(&w->hungry, false);
+    atomic_init(&w->invite, 0);
+    atomic_init(&w->taker, false);
     if (pool->balance && (w->bal_peer0 = pts__calloc(o.threads, sizeof *w->bal_peer0)) == NULL)
       goto fail;
     pts__policy_init(w);
