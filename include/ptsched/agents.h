@@ -7,8 +7,10 @@
  *
  * An agent is a tenant: its own loop (with its default global and scheduler),
  * an origin label and a weight. A pool of N threads runs M agents' loops; a
- * loop runs on exactly one pool thread (its placement), and a thread hosting
- * several loops picks the next one by the pool's inter-loop policy.
+ * loop runs on one pool thread at a time (its placement; it moves only
+ * between two of its tasks, by pts_agent_move() or the pool's balancer), and
+ * a thread hosting several loops picks the next one by the pool's inter-loop
+ * policy.
  *
  * Threads: every function here may be called from any thread, including from
  * inside a task of any agent. Operations on an agent travel through its loop's
