@@ -140,6 +140,48 @@ TEST_F(MoveTest, ExplicitMoveCarriesTimersTasksControllersAndItsOrigin) {
   for (pts_agent *x : {a, b, c, d}) pts_agent_unref(x);
 }
 
+// A promise made (with a reaction registered) on thread 0 is resolved after
+// the move, on thread 1: the reaction runs there, as a microtask, once.
+struct Pending {
+  pts_agent *a = nullptr;
+  pts_promise *p = nullptr;
+  std::atomic<int> made{0}, reacted{0}, thread{-1};
+  std::atomic<int64_t> value{0};
+};
+
+TEST_F(MoveTest, PromisesMoveWithTheirLoop) {
+  pts_pool *p = NewPool(2, PTS_POLICY_FAIR);
+  Pending pd;
+  pd.a = new_agent(p, "promises", 0);
+  ASSERT_EQ(0, pts_agent_queue_task(pd.a, PTS_SOURCE_GENERIC, [](void *d, int s) {
+    auto *pd = static_cast<Pending *>(d);
+    if (s != 0 || pts_promise_new(pts_agent_loop(pd->a), &pd->p) != 0) return;
+    if (pts_promise_then(pd->p, [](void *d2, pts_value v) {
+          auto *q = static_cast<Pending *>(d2);
+          q->thread.store(pts_agent_thread(q->a));
+          q->value.store(v.kind == PTS_VALUE_INT ? v.u.i : -1);
+          q->reacted.fetch_add(1);
+          return pts_undefined();
+        }, nullptr, pd, nullptr, nullptr) == 0)
+      pd->made.store(1);
+  }, &pd));
+  ASSERT_TRUE(wait_until([&] { return pd.made.load() == 1; }));
+  ASSERT_TRUE(move_and_wait(pd.a, 1));
+  ASSERT_EQ(0, pts_agent_queue_task(pd.a, PTS_SOURCE_GENERIC, [](void *d, int s) {
+    auto *pd = static_cast<Pending *>(d);
+    if (s == 0) {
+      EXPECT_EQ(0, pts_promise_resolve(pd->p, pts_int(42)));
+    }
+    pts_promise_unref(pd->p);
+  }, &pd));
+  ASSERT_TRUE(wait_until([&] { return pd.reacted.load() == 1; }));
+  EXPECT_EQ(1, pd.thread.load());
+  EXPECT_EQ(42, pd.value.load());
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  EXPECT_EQ(1, pd.reacted.load());
+  pts_agent_unref(pd.a);
+}
+
 TEST_F(MoveTest, BadArgumentsAndClosedAgents) {
   pts_pool *p = NewPool(2, PTS_POLICY_ROUND_ROBIN);
   pts_agent *a;
