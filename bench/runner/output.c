@@ -502,7 +502,10 @@ static const char *suite_text(const char *s) {
            "p99 start delay. `speedup` and `ratio`: per interleaved pair, hot tasks/s on over "
            "off. `move_cost_us`: what the pool measures per move (source detach to the end of "
            "the target's attach and first poll). `steady_moves_per_s`: the most moves of one "
-           "agent from 20 ms after a phase change to the phase's end, per second.";
+           "agent from 20 ms after a phase change to the phase's end, per second. "
+           "`capacity.ratio`: even off over skewed off (what two busy threads get over one on "
+           "this host during the run; 2 when the host is idle); `skewed.efficiency`: speedup "
+           "over capacity.";
   return "";
 }
 
