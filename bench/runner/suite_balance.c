@@ -10,7 +10,8 @@
  * probe task posted to every agent every millisecond (per-agent p99), the
  * moves (migrations per second, and the moves made in the steady part of
  * each phase, from 20 ms after its start to its end) and the cost of one
- * move as the pool reports it (pts_thread_stats.move_ns / moves_in: from the
+ * move as the pool reports it, per phase (pts_thread_stats.move_ns / moves_in
+ * over the phase, which has one move when the balancer splits its pair: from the
  * source's detach to the end of the target's attach and first poll).
  *
  * The work of a hot task is a fixed computation calibrated to 20 us, not a
@@ -98,11 +99,26 @@ static pts_value probe_task(void *data, int status) {
   return pts_undefined();
 }
 
+#define MAXPHASES 16
+
 typedef struct run_out {
-  double tasks_per_s, moves_per_s, steady_max_per_s, move_cost_us;
+  double tasks_per_s, moves_per_s, steady_max_per_s;
   double p99_us[NAGENTS];
+  double cost_us[MAXPHASES]; /* per phase with moves: its mean cost of one */
+  size_t ncost;
   uint64_t moves_in;
 } run_out;
+
+/* Moves into the pool's threads and the time they took, so far. */
+static void moves_so_far(pts_pool *pool, uint64_t *moves, uint64_t *ns) {
+  *moves = *ns = 0;
+  for (unsigned t = 0; t < 2; t++) {
+    pts_thread_stats ts;
+    pts_pool_get_thread_stats(pool, t, &ts);
+    *moves += ts.moves_in;
+    *ns += ts.move_ns;
+  }
+}
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -162,8 +178,9 @@ static int run_once(bool skewed, bool balance, int phases, run_out *o) {
     atomic_init(&h[made].running, false);
     atomic_init(&h[made].tasks, 0);
   }
-  uint64_t steady_moves[NAGENTS] = {0}, steady_ns = 0;
+  uint64_t steady_moves[NAGENTS] = {0}, steady_ns = 0, mv0 = 0, mvns0 = 0;
   uint64_t t_start = rb_now_ns(), t_end = t_start;
+  o->ncost = 0;
   for (int ph = 0; rc == 0 && ph < phases; ph++) {
     int pair[2];
     pick_pair(ag, skewed, ph, pair);
@@ -197,6 +214,12 @@ static int run_once(bool skewed, bool balance, int phases, run_out *o) {
     }
     steady_ns += p1 - p0 - STEADY_FROM_NS;
     t_end = p1;
+    uint64_t mv, mvns;
+    moves_so_far(pool, &mv, &mvns);
+    if (mv > mv0 && o->ncost < MAXPHASES)
+      o->cost_us[o->ncost++] = (double)(mvns - mvns0) / (double)(mv - mv0) / 1e3;
+    mv0 = mv;
+    mvns0 = mvns;
   }
   uint64_t tasks = 0;
   for (int i = 0; i < made; i++) tasks += atomic_load(&h[i].tasks);
@@ -205,17 +228,9 @@ static int run_once(bool skewed, bool balance, int phases, run_out *o) {
   if (rc == 0) {
     double secs = (double)(t_end - t_start) / 1e9;
     o->tasks_per_s = (double)tasks / secs;
-    uint64_t moves = 0, move_ns = 0;
-    o->moves_in = 0;
-    for (unsigned t = 0; t < 2; t++) {
-      pts_thread_stats ts;
-      pts_pool_get_thread_stats(pool, t, &ts);
-      o->moves_in += ts.moves_in;
-      move_ns += ts.move_ns;
-    }
-    moves = o->moves_in;
-    o->moves_per_s = (double)moves / secs;
-    o->move_cost_us = moves ? (double)move_ns / (double)moves / 1e3 : 0;
+    uint64_t move_ns;
+    moves_so_far(pool, &o->moves_in, &move_ns);
+    o->moves_per_s = (double)o->moves_in / secs;
     o->steady_max_per_s = 0;
     for (int i = 0; i < NAGENTS; i++) {
       double r = steady_ns ? (double)steady_moves[i] / ((double)steady_ns / 1e9) : 0;
@@ -242,9 +257,9 @@ static int run_once(bool skewed, bool balance, int phases, run_out *o) {
 
 /* The samples of one scenario x mode over the runs. */
 typedef struct series {
-  double tps[MAXRUNS], mps[MAXRUNS], steady[MAXRUNS], cost[MAXRUNS];
+  double tps[MAXRUNS], mps[MAXRUNS], steady[MAXRUNS];
   double p99[NAGENTS][MAXRUNS];
-  size_t n, ncost;
+  size_t n;
 } series;
 
 static void add_run(series *s, const run_out *o) {
@@ -252,7 +267,6 @@ static void add_run(series *s, const run_out *o) {
   s->mps[s->n] = o->moves_per_s;
   s->steady[s->n] = o->steady_max_per_s;
   for (int i = 0; i < NAGENTS; i++) s->p99[i][s->n] = o->p99_us[i];
-  if (o->moves_in > 0) s->cost[s->ncost++] = o->move_cost_us;
   s->n++;
 }
 
@@ -274,7 +288,7 @@ static void record_series(rb_ctx *ctx, const char *scen, const series *s, bool b
 
 /* What the runs with balancing on add up to, over both scenarios. */
 typedef struct totals {
-  double steady[2 * MAXRUNS], cost[2 * MAXRUNS];
+  double steady[2 * MAXRUNS], cost[2 * MAXRUNS * MAXPHASES];
   size_t nst, nco;
 } totals;
 
@@ -289,7 +303,7 @@ static void run_pair(bool skewed, int phases, series *on_s, series *off_s, doubl
   add_run(off_s, &off);
   ratio[(*nr)++] = off.tasks_per_s > 0 ? on.tasks_per_s / off.tasks_per_s : 0;
   t->steady[t->nst++] = on.steady_max_per_s;
-  if (on.moves_in > 0) t->cost[t->nco++] = on.move_cost_us;
+  for (size_t i = 0; i < on.ncost; i++) t->cost[t->nco++] = on.cost_us[i];
 }
 
 /* A figure of the suite with issue 17's target on it. */
@@ -306,7 +320,7 @@ static void record_target(rb_ctx *ctx, const char *key, const char *unit, const 
 
 void rb_suite_balance(rb_ctx *ctx) {
   calibrate();
-  int phases = ctx->opt.quick ? 4 : 10;
+  int phases = ctx->opt.quick ? 4 : 10; /* <= MAXPHASES */
   int runs = ctx->runs < MAXRUNS ? ctx->runs : MAXRUNS;
   static series sk_on, sk_off, ev_on, ev_off;
   static totals t;
@@ -367,8 +381,8 @@ void rb_suite_balance(rb_ctx *ctx) {
   if (t.nco > 0)
     record_target(ctx, "balance.move_cost_us", "us", t.cost, t.nco, false, 20,
                   "<= 20 us of the moving agent's time per move",
-                  "mean per move of each run with moves: source detach to the end of the "
-                  "target's attach and first poll");
+                  "per phase with moves (one, when the balancer splits the phase's pair): "
+                  "source detach to the end of the target's attach and first poll");
   else
     rb_unavailable_add(ctx, "balance.move_cost_us", "no move happened with balancing on");
   record_target(ctx, "balance.steady_moves_per_s", "1/s", t.steady, t.nst, false, 10,
