@@ -39,7 +39,9 @@ typedef struct pts__drain_wait pts__drain_wait;
 
 /* ---- control commands of a worker (add, destroy, shutdown) ---- */
 
-enum { PTS__CTL_ADD = 1, PTS__CTL_DESTROY, PTS__CTL_SHUTDOWN };
+/* ADD: a new agent; DESTROY; MOVE: a loop arriving from another worker
+ * (migration protocol, pool.c); SHUTDOWN. */
+enum { PTS__CTL_ADD = 1, PTS__CTL_DESTROY, PTS__CTL_MOVE, PTS__CTL_SHUTDOWN };
 
 /* Arrays of a worker, replaced whole when it grows (allocated by the creator
  * of the agent that needs the room, so the worker never allocates). */
@@ -64,6 +66,9 @@ typedef struct pts__origin {
   char *name;
   unsigned thread;
   uint32_t agents;
+  uint32_t pinned;   /* agents of it that are pinned: the balancer skips it */
+  uint64_t moved_at; /* when the balancer last moved it (pts__now_ns) */
+  uint64_t bal_cpu;  /* balancer scratch: CPU time of its agents in the window */
 } pts__origin;
 
 struct pts_agent {
@@ -75,10 +80,17 @@ struct pts_agent {
   pts__mpsc_node sig_node;
   _Alignas(64) _Atomic uint32_t refs;
 
+  /* The worker that owns the loop, or that it is moving to, and its index:
+   * written by a mover under the pool's mutex (migration protocol, pool.c),
+   * read anywhere (relaxed; the protocol orders what matters). */
+  _Atomic(pts__worker *) w;
+  _Atomic int thread;
+  /* pts_agent_move: the requested thread + 1, 0 = none (last request wins). */
+  _Atomic int move_req;
+
   /* Set at creation, read-only after. */
   pts_pool *pool; /* valid while the gate is open */
-  pts__worker *w; /* likewise */
-  int thread;
+  bool pinned;
   uint32_t weight;
   uint64_t id;
   char *origin;
@@ -88,6 +100,10 @@ struct pts_agent {
    * read it only inside the gate. */
   pts_loop *loop;
   pts__ctl ctl_add, ctl_destroy;
+  pts__ctl ctl_move; /* the arrival of a move: one in flight at a time */
+  /* pts_agent_move: the request travels through the loop's inbox, so it
+   * reaches whichever worker owns the loop when it is applied. */
+  pts__command req_cmd;
 
   /* Destroy completion, for pts_agent_destroy(wait). */
   pthread_mutex_t mu;
@@ -111,6 +127,10 @@ struct pts_agent {
   bool in_rr;
   struct pts_agent *due_next;
   uint64_t applied; /* commands of this layer applied (or released) */
+  pts__worker *move_to; /* a move waiting for the agent's node to pop */
+  int req_target;       /* a pts_agent_move request applied, or -1 */
+  uint64_t move_t0;     /* the move in flight: when the source detached */
+  uint64_t bal_cpu0;    /* balancer: st_cpu_ns at the window's start */
   pts_remote_controller *rcs; /* registered remote controllers */
   pts__drain_wait *drainers;
 
@@ -120,6 +140,7 @@ struct pts_agent {
   _Atomic uint64_t st_hist[PTS_DELAY_BUCKETS];
   _Atomic uint64_t st_applied;
   _Atomic uint64_t st_inbox_max;
+  _Atomic uint64_t st_moves;
   /* Cross-thread posts accepted by the scheduler / refused as already
    * aborted (for the enqueue-order accounting of the stress tests). */
   _Atomic uint64_t st_posts_enqueued, st_posts_rejected;
@@ -151,6 +172,16 @@ struct pts__worker {
   /* Placement bookkeeping, under the pool's mutex. */
   uint32_t norigins, nplaced, planned_cap;
 
+  /* Balancer (pool.c, "Balancer"): hungry is set while the worker has
+   * nothing ready and is about to park or parked (owner writes, others
+   * read); invite = index + 1 of a worker that plans to give it a loop (the
+   * giver writes it, this worker takes it); taker: the invited worker is
+   * awake and waiting for the loop this worker planned to give. Hints: the
+   * MOVE command carries everything that matters. */
+  atomic_bool hungry;
+  _Atomic int invite;
+  atomic_bool taker;
+
   /* Owner. */
   pts__warrays *arr;
   uint32_t nagents, hlen, tlen;
@@ -160,6 +191,17 @@ struct pts__worker {
   uint64_t total;    /* randomized: sum of tickets */
   uint64_t rng[4];   /* randomized: xoshiro256** state */
   uint64_t frame_origin; /* time-partitioned: start of slot 0 */
+  uint32_t nready;       /* agents whose last poll found a runnable task */
+  /* Balancer: next decision, window start, whether a window is open, this
+   * worker's busy time and every worker's at its start (n entries). */
+  uint64_t bal_next, bal_t0, bal_busy0;
+  bool bal_armed;
+  uint64_t *bal_peer0;
+  /* Balancer: the planned move (an agent of this worker and its target),
+   * made once the target is awake (taker), dropped after plan_until. */
+  pts_agent *plan;
+  pts__worker *plan_to;
+  uint64_t plan_until;
   /* Quantized: the slot table of the current epoch (slot j of a frame
    * belongs to agents[q_table[j]]; q_run[j]: how many slots from j on,
    * wrapping, belong to that agent; q_span[j]: the length of that agent's
@@ -171,11 +213,13 @@ struct pts__worker {
   /* Statistics (owner writes, relaxed). */
   _Atomic uint64_t st_steps, st_busy_ns, st_idle_ns, st_wakeups, st_agents;
   _Atomic uint64_t st_frame_origin;
+  _Atomic uint64_t st_moves_in, st_moves_out, st_move_ns;
 };
 
 struct pts_pool {
   pts_pool_options opts;
   pts__quant_options q; /* quantized policy, defaults filled in */
+  bool balance;         /* opts.balance under a work-conserving policy */
   unsigned n;
   pts__worker **w;
   pthread_mutex_t mu;
@@ -200,6 +244,16 @@ uint64_t pts__stat_now_ns(void);
 static inline void pts__stat_add(_Atomic uint64_t *c, uint64_t v) {
   atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
                         memory_order_relaxed);
+}
+
+/* Whether the calling thread is the pool thread running a's loop now: a loop
+ * on its way to this thread counts once attached (acquire: pairs with the
+ * mover's release store of a->w, so the loop's owner is read after the
+ * detach). A torn-down agent counts on its last thread. */
+static inline bool pts__on_agent_thread(pts_agent *a) {
+  return pts__tls_worker != NULL &&
+         pts__tls_worker == atomic_load_explicit(&a->w, memory_order_acquire) &&
+         (a->dead || pts__loop_is_owner(a->loop));
 }
 
 /* ---- the gate (pool.c) ---- */

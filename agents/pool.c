@@ -1,10 +1,47 @@
 /* agents/pool.c: the worker pool, placement of agents on threads, the worker
- * thread's loop (wake-ups, timers, policy, steps), the agent lifecycle
- * (create, destroy, drain) and statistics.
+ * thread's loop (wake-ups, timers, policy, steps), migration of loops between
+ * workers and the balancer, the agent lifecycle (create, destroy, drain) and
+ * statistics.
  *
- * Invariant: an agent's loop is touched only by its worker thread, except
- * through the loop's inbox by producers holding the agent's gate. The worker
- * frees the loop only after the gate is closed and no producer is inside.
+ * Invariant: an agent's loop is touched only by its worker thread (the one
+ * that attached it last), except through the loop's inbox by producers
+ * holding the agent's gate. The worker frees the loop only after the gate is
+ * closed and no producer is inside. The agent's node is on the signaled
+ * queue of a->w or of no worker, and a->w changes only while the node is
+ * off every queue and its token (signaled = true) is held by the mover.
+ *
+ * Migration protocol (a loop moves from its owner S to a worker T, between
+ * two of its tasks; docs/agents.md, "Migration"):
+ * 1. S decides (its balancer, or a pts_agent_move request applied from the
+ *    loop's inbox). It takes the agent's wake token: exchange(signaled,
+ *    true). If that returned true, the node is on S's signaled queue (a
+ *    producer pushed it to a->w = S); S records move_to = T and goes on at
+ *    step 2 when it pops the node, instead of clearing signaled. While the
+ *    token is held, producers push their commands to the inbox and push no
+ *    node anywhere (their wake hook sees signaled = true).
+ * 2. Under the pool's mutex: if the gate is closed (a destroy is under
+ *    way) the move is dropped and S gives the token back (store false, then
+ *    poll, as after a pop). Otherwise S takes the agent out of its policy,
+ *    timer heap and agents[], detaches the loop (wake hook off, running
+ *    released), sets a->w = T and a->thread, moves the placement counts,
+ *    allocates T's larger arrays if T needs them (T never allocates),
+ *    pushes the agent's MOVE command to T's control queue and unparks T.
+ * 3. A destroy closes the gate under the same mutex before it reads a->w,
+ *    so it goes to the worker that ends up owning the loop, and after the
+ *    MOVE there (the MOVE push finished before the mutex was released; the
+ *    control queue is FIFO).
+ * 4. T pops the MOVE (acquire: it sees everything S wrote to the agent and
+ *    the loop), installs the arrays, appends the agent and attaches the
+ *    loop (T becomes its owner; the wake hook is back).
+ * 5. T stores signaled = false, then polls the loop: the commands pushed
+ *    while the token was held are in the inbox, in posting order (the inbox
+ *    is the loop's and never changes hands), and this poll applies them; a
+ *    command pushed after the store finds signaled false and pushes the node
+ *    to T (wake protocol, step 3). Due timers fire at this poll and T's
+ *    timer heap takes the next deadline.
+ * Nothing else is copied: tasks, timers, promises, signals, remote
+ * controllers and drain waiters belong to the loop or to the agent's owner
+ * fields, which pass from S to T with the MOVE (release push, acquire pop).
  *
  * Wake protocol (one worker, any number of producers):
  * 1. A producer enters the agent's gate, pushes its command to the loop's
@@ -125,6 +162,28 @@ static void cpu_relax(unsigned spins) {
 
 #define stat_add pts__stat_add
 
+/* The balancer (docs/agents.md, "Balancer"): numbers and why.
+ * BAL_TICK_NS: a busy worker looks at its load at most once per tick (one
+ * clock comparison per step otherwise) and decides on a window of at least
+ * one tick, so it reacts 1-2 ms after a load change.
+ * BAL_RESIDENCE_NS: an origin the balancer moved stays put this long, so no
+ * agent moves more than 10 times per second whatever the load does.
+ * BAL_SHARE: a move must split the source's busy time so that both the
+ * origin moved and what stays had at least 1/BAL_SHARE of the window: a
+ * light neighbour that is ready now and then is not worth a move, and a
+ * move that would only carry the overload across is not made. */
+#define BAL_TICK_NS UINT64_C(1000000)
+#define BAL_RESIDENCE_NS UINT64_C(100000000)
+#define BAL_SHARE 4
+/* BAL_PLAN_NS: how long a planned move waits for its target to wake and
+ * ask for it (a wake-up takes ~5 us idle, milliseconds on a loaded host)
+ * before it is dropped and decided again. BAL_TAKE_SPIN_NS: how long the
+ * woken target spins for the loop before it parks again (the giver moves it
+ * at its next step boundary, i.e. within one task); a later MOVE unparks it
+ * anyway, so the spin only saves a second wake-up. */
+#define BAL_PLAN_NS UINT64_C(5000000)
+#define BAL_TAKE_SPIN_NS UINT64_C(100000)
+
 const char *pts_policy_name(int policy) {
   static const char *const names[PTS_POLICY_COUNT] = {
       "strict", "round-robin", "fair", "randomized", "time-partitioned"};
@@ -172,8 +231,12 @@ static void agent_wake(void *ctx) {
    * (the same Dekker pair as the exchange). */
   if (atomic_load_explicit(&a->signaled, memory_order_seq_cst)) return;
   if (!atomic_exchange_explicit(&a->signaled, true, memory_order_seq_cst)) {
-    pts__mpsc_push(&a->w->signaled, &a->sig_node);
-    pts__parker_unpark(&a->w->parker);
+    /* Relaxed: a->w changes only while the token is held by a mover, and
+     * our exchange took the token from the store that gave it back after
+     * the change (seq_cst RMW reads it), which orders the change before. */
+    pts__worker *w = atomic_load_explicit(&a->w, memory_order_relaxed);
+    pts__mpsc_push(&w->signaled, &a->sig_node);
+    pts__parker_unpark(&w->parker);
   }
 }
 
@@ -198,7 +261,11 @@ void pts_agent_unref(pts_agent *a) {
     agent_free(a);
 }
 
-int pts_agent_thread(const pts_agent *a) { return a ? a->thread : PTS_EINVAL; }
+int pts_agent_thread(const pts_agent *a) {
+  /* Relaxed: a snapshot; the protocol does not depend on it. */
+  return a ? atomic_load_explicit(&((pts_agent *)a)->thread, memory_order_relaxed)
+           : PTS_EINVAL;
+}
 
 pts_loop *pts_agent_loop(pts_agent *a) { return a ? a->loop : NULL; }
 
@@ -310,6 +377,15 @@ static void drainers_complete(pts_agent *a, int status) {
 
 /* ---- the worker: polling, stepping, teardown ---- */
 
+/* Keeps w->nready (agents whose last poll found a runnable task) as a's
+ * urgency becomes u. */
+static void track_ready(pts__worker *w, pts_agent *a, int u) {
+  bool was = a->urgency != PTS__URGENCY_NONE, now = u != PTS__URGENCY_NONE;
+  if (was != now) w->nready = now ? w->nready + 1 : w->nready - 1;
+}
+
+static void move_group(pts__worker *w, pts_agent *a, unsigned thread, bool by_balancer);
+
 /* Polls the agent's loop (inbox, due timers) and files it where it belongs. */
 static void refresh(pts__worker *w, pts_agent *a, bool ran, uint64_t cpu_ns) {
   a->q_stale = false;
@@ -326,6 +402,7 @@ static void refresh(pts__worker *w, pts_agent *a, bool ran, uint64_t cpu_ns) {
   pts__tls_agent = NULL;
   /* pts_loop_stop on a pool loop only wakes it: agents stop by destroy. */
   (void)pts__loop_take_stop(a->loop);
+  track_ready(w, a, u);
   a->urgency = u;
   pts__policy_update(w, a, u, ran, cpu_ns);
   timer_update(w, a, pts__loop_next_deadline(a->loop));
@@ -334,6 +411,13 @@ static void refresh(pts__worker *w, pts_agent *a, bool ran, uint64_t cpu_ns) {
   if (a->drainers != NULL && u == PTS__URGENCY_NONE &&
       !atomic_load_explicit(&a->signaled, memory_order_seq_cst))
     drainers_complete(a, 0);
+  /* A pts_agent_move request the poll (or the step before it) applied:
+   * moved now, between two tasks, after a is filed (migration step 1). */
+  if (a->req_target >= 0) {
+    unsigned t = (unsigned)a->req_target;
+    a->req_target = -1;
+    move_group(w, a, t, false);
+  }
 }
 
 /* Steps one agent picked by the policy. An agent alone on its worker (and
@@ -367,24 +451,64 @@ static void run_step(pts__worker *w, pts_agent *a, uint64_t t0) {
   refresh(w, a, true, cpu);
 }
 
-static void agent_attach(pts__worker *w, pts__ctl *c) {
+static void publish_layout(pts__worker *w) {
+  pts__policy_layout(w, pts__now_ns());
+  atomic_store_explicit(&w->st_agents, w->nagents, memory_order_relaxed);
+  atomic_store_explicit(&w->st_frame_origin, w->frame_origin, memory_order_relaxed);
+}
+
+/* Appends the agent of an ADD or MOVE to w's agents and attaches its loop;
+ * false if the loop is held elsewhere. */
+static bool agent_take(pts__worker *w, pts__ctl *c) {
   pts_agent *a = c->agent;
   if (c->arrays != NULL) warrays_install(w, c->arrays);
   c->arrays = NULL;
   a->idx = w->nagents;
   w->arr->agents[w->nagents++] = a;
-  pts__policy_layout(w, pts__now_ns());
-  atomic_store_explicit(&w->st_agents, w->nagents, memory_order_relaxed);
-  atomic_store_explicit(&w->st_frame_origin, w->frame_origin, memory_order_relaxed);
+  publish_layout(w);
   if (pts__loop_pool_attach(a->loop, agent_wake, a) != 0) {
     /* Only a caller running the loop by hand (a contract breach) gets here:
      * the agent stays placed but never runs. */
     fprintf(stderr, "ptsched: agent loop is running elsewhere; not attached\n");
-    return;
+    return false;
   }
   a->attached = true;
+  return true;
+}
+
+static void agent_attach(pts__worker *w, pts__ctl *c) {
+  pts_agent *a = c->agent;
+  if (!agent_take(w, c)) return;
   a->sched = pts_global_scheduler(pts_loop_default_global(a->loop)); /* made by pts_agent_new */
   refresh(w, a, false, 0);
+}
+
+/* Migration protocol steps 4-5, on T. */
+static void agent_arrive(pts__worker *w, pts__ctl *c) {
+  pts_agent *a = c->agent;
+  if (!agent_take(w, c)) return;
+  uint64_t t0 = a->move_t0;
+  stat_add(&a->st_moves, 1);
+  atomic_store_explicit(&a->signaled, false, memory_order_seq_cst); /* step 5 */
+  /* The poll may move the agent on (a request it applied): a is not ours
+   * after it. */
+  refresh(w, a, false, 0);
+  stat_add(&w->st_moves_in, 1);
+  stat_add(&w->st_move_ns, pts__now_ns() - t0);
+}
+
+/* Takes a out of w's policy, timer heap and agents[] (teardown, move). */
+static void agent_unplace(pts__worker *w, pts_agent *a) {
+  track_ready(w, a, PTS__URGENCY_NONE);
+  pts__policy_remove(w, a);
+  theap_remove(w, a);
+  a->deadline = UINT64_MAX;
+  for (uint32_t i = a->idx + 1; i < w->nagents; i++) {
+    w->arr->agents[i - 1] = w->arr->agents[i];
+    w->arr->agents[i - 1]->idx = i - 1;
+  }
+  w->nagents--;
+  publish_layout(w);
 }
 
 static void agent_teardown(pts__worker *w, pts_agent *a) {
@@ -392,16 +516,9 @@ static void agent_teardown(pts__worker *w, pts_agent *a) {
   unsigned spins = 0;
   while ((atomic_load_explicit(&a->gate, memory_order_acquire) & ~PTS__GATE_CLOSED) != 0)
     cpu_relax(spins++);
-  pts__policy_remove(w, a);
-  theap_remove(w, a);
-  for (uint32_t i = a->idx + 1; i < w->nagents; i++) {
-    w->arr->agents[i - 1] = w->arr->agents[i];
-    w->arr->agents[i - 1]->idx = i - 1;
-  }
-  w->nagents--;
-  pts__policy_layout(w, pts__now_ns());
-  atomic_store_explicit(&w->st_agents, w->nagents, memory_order_relaxed);
-  atomic_store_explicit(&w->st_frame_origin, w->frame_origin, memory_order_relaxed);
+  agent_unplace(w, a);
+  a->move_to = NULL;
+  if (w->plan == a) w->plan = NULL;
 
   a->dead = true;
   pts__tls_agent = a;
@@ -423,11 +540,12 @@ static void agent_teardown(pts__worker *w, pts_agent *a) {
     pool->registry = a->reg_next;
   if (a->reg_next) a->reg_next->reg_prev = a->reg_prev;
   pts__origin *oe = a->oe;
+  if (a->pinned) oe->pinned--;
   if (--oe->agents == 0) {
     pts__origin **pp = &pool->origins;
     while (*pp != oe) pp = &(*pp)->next;
     *pp = oe->next;
-    w->norigins--;
+    pool->w[oe->thread]->norigins--; /* a moved origin counts where it went */
     pts__free(oe->name);
     pts__free(oe);
   }
@@ -450,6 +568,188 @@ static void agent_teardown(pts__worker *w, pts_agent *a) {
     pts_agent_unref(a);
 }
 
+/* ---- migration and the balancer ---- */
+
+static void push_ctl(pts__worker *w, pts__ctl *c);
+
+/* Migration step 2, on S with the token held. */
+static void move_out(pts__worker *w, pts_agent *a, pts__worker *t) {
+  uint64_t t0 = pts__now_ns();
+  pts_pool *pool = w->pool;
+  pthread_mutex_lock(&pool->mu);
+  /* Relaxed: the closed bit is set under this mutex. */
+  bool ok = t != w && a->attached && !a->dead &&
+            !(atomic_load_explicit(&a->gate, memory_order_relaxed) & PTS__GATE_CLOSED);
+  pts__warrays *arr = NULL;
+  if (ok && t->nplaced + 1 > t->planned_cap) {
+    arr = warrays_new(t->planned_cap * 2);
+    if (arr == NULL)
+      ok = false; /* out of memory: the move is dropped, nothing changed */
+    else
+      t->planned_cap *= 2;
+  }
+  if (!ok) {
+    pthread_mutex_unlock(&pool->mu);
+    /* The token back: as after a pop (wake protocol step 3). */
+    atomic_store_explicit(&a->signaled, false, memory_order_seq_cst);
+    if (a->attached && !a->dead) refresh(w, a, false, 0);
+    return;
+  }
+  agent_unplace(w, a);
+  if (w->plan == a) w->plan = NULL;
+  pts__loop_pool_detach(a->loop);
+  a->attached = false;
+  w->nplaced--;
+  t->nplaced++;
+  /* release: pts__on_agent_thread's acquire sees the detach. */
+  atomic_store_explicit(&a->w, t, memory_order_release);
+  atomic_store_explicit(&a->thread, (int)t->index, memory_order_relaxed);
+  a->move_t0 = t0;
+  a->ctl_move.kind = PTS__CTL_MOVE;
+  a->ctl_move.agent = a;
+  a->ctl_move.arrays = arr;
+  push_ctl(t, &a->ctl_move); /* release: T's pop sees all of the above */
+  stat_add(&w->st_moves_out, 1);
+  pthread_mutex_unlock(&pool->mu);
+}
+
+/* Migration step 1 for one agent of w. */
+static void move_agent(pts__worker *w, pts_agent *a, pts__worker *t) {
+  if (a->move_to != NULL) {
+    a->move_to = t; /* already waiting for its node: the last decision wins */
+    return;
+  }
+  if (atomic_exchange_explicit(&a->signaled, true, memory_order_seq_cst))
+    a->move_to = t; /* its node is on our queue: moved when it pops */
+  else
+    move_out(w, a, t);
+}
+
+/* Moves a and the other agents of its origin on w to thread (same-origin
+ * agents share a thread). Owner of a, between two tasks. */
+static void move_group(pts__worker *w, pts_agent *a, unsigned thread, bool by_balancer) {
+  pts_pool *pool = w->pool;
+  if (thread >= pool->n || pool->w[thread] == w || a->dead) return;
+  pts__worker *t = pool->w[thread];
+  pts__origin *oe = a->oe;
+  pthread_mutex_lock(&pool->mu);
+  if (oe->thread == w->index) {
+    oe->thread = thread; /* new agents of the origin are placed there */
+    w->norigins--;
+    t->norigins++;
+  }
+  if (by_balancer) oe->moved_at = pts__now_ns();
+  pthread_mutex_unlock(&pool->mu);
+  /* From the end: a move takes its agent out of agents[]. */
+  for (uint32_t i = w->nagents; i-- > 0;) {
+    pts_agent *b = w->arr->agents[i];
+    if (b->oe == oe) move_agent(w, b, t);
+  }
+}
+
+/* The balancer (docs/agents.md, "Balancer"), on a busy worker w. Over a
+ * window of at least one tick in which w had more than one ready agent, it
+ * looks for a worker that is idle now (hungry) and was busy at most half of
+ * the window, and gives it the origin whose agents' CPU time in the window
+ * splits w's busy time most evenly, if both parts had at least 1/BAL_SHARE
+ * of the window. Pinned origins and origins it moved in the last
+ * BAL_RESIDENCE_NS stay. */
+static void balance_tick(pts__worker *w, uint64_t now) {
+  w->bal_next = now + BAL_TICK_NS;
+  if (w->plan != NULL) {
+    if (now < w->plan_until) return; /* waiting for the target */
+    w->plan = NULL;                   /* it never came: decide again */
+  }
+  if (w->nready < 2) {
+    w->bal_armed = false;
+    return;
+  }
+  pts_pool *pool = w->pool;
+  /* Relaxed: statistics, single writer each. */
+  uint64_t busy = atomic_load_explicit(&w->st_busy_ns, memory_order_relaxed);
+  if (!w->bal_armed) { /* open a window */
+    w->bal_armed = true;
+    w->bal_t0 = now;
+    w->bal_busy0 = busy;
+    for (uint32_t i = 0; i < w->nagents; i++) {
+      pts_agent *a = w->arr->agents[i];
+      a->bal_cpu0 = atomic_load_explicit(&a->st_cpu_ns, memory_order_relaxed);
+    }
+    for (unsigned j = 0; j < pool->n; j++)
+      w->bal_peer0[j] = atomic_load_explicit(&pool->w[j]->st_busy_ns, memory_order_relaxed);
+    return;
+  }
+  uint64_t win = now - w->bal_t0;
+  w->bal_armed = false; /* one decision per window */
+  pts__worker *t = NULL;
+  uint64_t tbusy = UINT64_MAX;
+  for (unsigned j = 0; j < pool->n; j++) {
+    pts__worker *o = pool->w[j];
+    if (o == w || !atomic_load_explicit(&o->hungry, memory_order_relaxed)) continue;
+    uint64_t b = atomic_load_explicit(&o->st_busy_ns, memory_order_relaxed) - w->bal_peer0[j];
+    if (b * 2 <= win && b < tbusy) {
+      t = o;
+      tbusy = b;
+    }
+  }
+  if (t == NULL) return;
+  uint64_t sbusy = busy - w->bal_busy0;
+  pts_agent *pick = NULL;
+  uint64_t best = UINT64_MAX;
+  pthread_mutex_lock(&pool->mu); /* origin records */
+  for (uint32_t i = 0; i < w->nagents; i++) w->arr->agents[i]->oe->bal_cpu = 0;
+  for (uint32_t i = 0; i < w->nagents; i++) {
+    pts_agent *a = w->arr->agents[i];
+    a->oe->bal_cpu += atomic_load_explicit(&a->st_cpu_ns, memory_order_relaxed) - a->bal_cpu0;
+  }
+  for (uint32_t i = 0; i < w->nagents; i++) {
+    pts_agent *a = w->arr->agents[i];
+    pts__origin *oe = a->oe;
+    if (a->urgency == PTS__URGENCY_NONE || oe->pinned != 0 ||
+        (oe->moved_at != 0 && now - oe->moved_at < BAL_RESIDENCE_NS))
+      continue;
+    uint64_t c = oe->bal_cpu, rest = sbusy > c ? sbusy - c : 0;
+    if (c * BAL_SHARE < win || rest * BAL_SHARE < win) continue;
+    uint64_t d = c > rest ? c - rest : rest - c;
+    if (d < best) {
+      best = d;
+      pick = a;
+    }
+  }
+  pthread_mutex_unlock(&pool->mu);
+  if (pick == NULL) return;
+  /* Plan the move and wake the target: it asks for the loop once awake
+   * (balance_take), so the loop keeps running here meanwhile and waits for
+   * no wake-up once detached. */
+  w->plan = pick;
+  w->plan_to = t;
+  w->plan_until = now + BAL_PLAN_NS;
+  atomic_store_explicit(&w->taker, false, memory_order_relaxed);
+  atomic_store_explicit(&t->invite, (int)w->index + 1, memory_order_relaxed);
+  pts__parker_unpark(&t->parker);
+}
+
+/* The giver: the planned move, once its target is awake. */
+static void balance_give(pts__worker *w) {
+  if (!atomic_load_explicit(&w->taker, memory_order_relaxed)) return;
+  atomic_store_explicit(&w->taker, false, memory_order_relaxed);
+  pts_agent *a = w->plan;
+  w->plan = NULL;
+  move_group(w, a, w->plan_to->index, true);
+}
+
+/* The target, about to park: an invitation takes the loop it offers. */
+static void balance_take(pts__worker *w) {
+  if (atomic_load_explicit(&w->invite, memory_order_relaxed) == 0) return;
+  int from = atomic_exchange_explicit(&w->invite, 0, memory_order_relaxed);
+  if (from == 0) return;
+  atomic_store_explicit(&w->pool->w[from - 1]->taker, true, memory_order_relaxed);
+  uint64_t t0 = pts__now_ns();
+  while (pts__mpsc_is_empty(&w->control) && pts__mpsc_is_empty(&w->signaled) &&
+         pts__now_ns() - t0 < BAL_TAKE_SPIN_NS)
+    cpu_relax(0);
+}
+
 /* Returns true on shutdown. */
 static bool drain_control(pts__worker *w) {
   pts__mpsc_node *n;
@@ -461,6 +761,9 @@ static bool drain_control(pts__worker *w) {
         break;
       case PTS__CTL_DESTROY:
         agent_teardown(w, c->agent);
+        break;
+      case PTS__CTL_MOVE:
+        agent_arrive(w, c);
         break;
       default:
         return true;
@@ -484,6 +787,13 @@ static void drain_signaled(pts__worker *w) {
   uint64_t now = 0;
   while ((n = pts__mpsc_pop(&w->signaled)) != NULL) {
     pts_agent *a = container_of(n, pts_agent, sig_node);
+    if (a->move_to != NULL) {
+      /* Migration step 1: the token is ours now, the move goes on. */
+      pts__worker *t = a->move_to;
+      a->move_to = NULL;
+      move_out(w, a, t);
+      continue;
+    }
     /* Wake protocol step 3: off the queue first, then clear, then poll. */
     atomic_store_explicit(&a->signaled, false, memory_order_seq_cst);
     if (a->dead) {
@@ -566,6 +876,13 @@ static void idle(pts__worker *w, uint64_t until) {
     }
     until -= lead; /* park to just before the boundary, then spin (next pass) */
   }
+  /* Balancer: nothing is ready here; a busy worker may give us a loop. */
+  if (w->pool->balance) {
+    if (!atomic_load_explicit(&w->hungry, memory_order_relaxed))
+      atomic_store_explicit(&w->hungry, true, memory_order_relaxed);
+    balance_take(w);
+    if (!pts__mpsc_is_empty(&w->control)) return;
+  }
   /* Command blocks of other threads go back before we sleep, so their
    * posters can reuse them (sync/nodecache.h). */
   pts__node_flush();
@@ -592,9 +909,14 @@ static void *worker_main(void *arg) {
     drain_signaled(w);
     uint64_t now = pts__now_ns();
     fire_timers(w, now);
+    if (w->plan != NULL) balance_give(w);
+    if (w->pool->balance && now >= w->bal_next) balance_tick(w, now);
     uint64_t until = UINT64_MAX;
     pts_agent *a = pts__policy_pick(w, now, &until);
     if (a != NULL) {
+      /* Relaxed: a hint for other workers' balancers, no data behind it. */
+      if (atomic_load_explicit(&w->hungry, memory_order_relaxed))
+        atomic_store_explicit(&w->hungry, false, memory_order_relaxed);
       run_step(w, a, now);
       continue;
     }
@@ -612,6 +934,7 @@ static void *worker_main(void *arg) {
 static void worker_free(pts__worker *w) {
   if (w == NULL) return;
   pts__free(w->arr);
+  pts__free(w->bal_peer0);
   pts__free(w);
 }
 
@@ -644,7 +967,7 @@ static void stop_workers(pts_pool *pool) {
 static int pool_create(const pts_pool_options *opts, const pts__quant_options *q,
                        int npolicies, pts_pool **out) {
   if (out == NULL) return PTS_EINVAL;
-  pts_pool_options o = {0, PTS_POLICY_STRICT, 0, 0};
+  pts_pool_options o = {0, PTS_POLICY_STRICT, 0, 0, false};
   if (opts != NULL) o = *opts;
   if ((unsigned)o.policy >= (unsigned)npolicies) return PTS_EINVAL;
   pts__quant_options qo = {0, 0, 0};
@@ -660,6 +983,7 @@ static int pool_create(const pts_pool_options *opts, const pts__quant_options *q
   pts_pool *pool = pts__calloc(1, sizeof *pool);
   if (pool == NULL) return PTS_ENOMEM;
   pool->opts = o;
+  pool->balance = o.balance && (unsigned)o.policy <= PTS_POLICY_RANDOMIZED;
   pool->q = qo;
   pool->n = o.threads;
   pool->next_id = 1;
@@ -680,6 +1004,11 @@ static int pool_create(const pts_pool_options *opts, const pts__quant_options *q
     w->planned_cap = 16;
     w->arr = warrays_new(w->planned_cap);
     if (w->arr == NULL) goto fail;
+    atomic_init(&w->hungry, false);
+    atomic_init(&w->invite, 0);
+    atomic_init(&w->taker, false);
+    if (pool->balance && (w->bal_peer0 = pts__calloc(o.threads, sizeof *w->bal_peer0)) == NULL)
+      goto fail;
     pts__policy_init(w);
   }
   for (unsigned i = 0; i < o.threads; i++) {
@@ -794,6 +1123,8 @@ static pts__origin *place(pts_pool *pool, const char *origin, int thread) {
   return oe;
 }
 
+static void move_req_cmd(pts__command *cmd, int status);
+
 int pts_agent_new(pts_pool *pool, const pts_agent_options *opts, pts_agent **out) {
   if (pool == NULL || out == NULL) return PTS_EINVAL;
   pts_agent_options o = PTS_AGENT_OPTIONS_INIT;
@@ -807,6 +1138,12 @@ int pts_agent_new(pts_pool *pool, const pts_agent_options *opts, pts_agent **out
   atomic_init(&a->gate, 0);
   atomic_init(&a->signaled, false);
   atomic_init(&a->refs, 2); /* the caller's and the worker's */
+  atomic_init(&a->w, NULL);
+  atomic_init(&a->thread, -1);
+  atomic_init(&a->move_req, 0);
+  a->req_cmd.fn = move_req_cmd;
+  a->req_target = -1;
+  a->pinned = o.pinned;
   a->weight = o.weight;
   a->pool = pool;
   a->hidx = a->tidx = PTS__NO_INDEX;
@@ -861,8 +1198,9 @@ int pts_agent_new(pts_pool *pool, const pts_agent_options *opts, pts_agent **out
     w->planned_cap *= 2;
   }
   a->oe->agents++;
-  a->w = w;
-  a->thread = (int)w->index;
+  if (a->pinned) a->oe->pinned++;
+  atomic_store_explicit(&a->w, w, memory_order_relaxed);
+  atomic_store_explicit(&a->thread, (int)w->index, memory_order_relaxed);
   w->nplaced++;
   pool->nagents++;
   a->reg_next = pool->registry;
@@ -891,27 +1229,73 @@ static void wait_destroyed(pts_agent *a) {
   pthread_mutex_unlock(&a->mu);
 }
 
+/* Whether the calling thread is the worker that owns (or will own) a. */
+static bool on_agent_worker(pts_agent *a) {
+  return pts__tls_worker != NULL &&
+         pts__tls_worker == atomic_load_explicit(&a->w, memory_order_relaxed);
+}
+
+static int destroy_closed(pts_agent *a, bool wait) {
+  pts__gate_leave(a);
+  if (wait && on_agent_worker(a)) return PTS_EBUSY; /* it would wait for itself */
+  if (wait) wait_destroyed(a);
+  return PTS_ECLOSED;
+}
+
 int pts_agent_destroy(pts_agent *a, bool wait) {
   if (a == NULL) return PTS_EINVAL;
-  /* The agent's own thread would wait for itself. */
-  if (wait && pts__tls_worker != NULL && pts__tls_worker == a->w) return PTS_EBUSY;
   /* Destroy protocol steps 1-3. */
   uint64_t g = atomic_fetch_add_explicit(&a->gate, 1, memory_order_acquire);
-  if (g & PTS__GATE_CLOSED) {
+  if (g & PTS__GATE_CLOSED) return destroy_closed(a, wait);
+  /* Under the pool's mutex (migration step 3): no move can begin after the
+   * closed bit is set, and the owner checked for EBUSY is the final one. */
+  pts_pool *pool = a->pool;
+  pthread_mutex_lock(&pool->mu);
+  if (wait && on_agent_worker(a)) {
+    pthread_mutex_unlock(&pool->mu);
     pts__gate_leave(a);
-    if (wait) wait_destroyed(a);
-    return PTS_ECLOSED;
+    return PTS_EBUSY; /* the agent's own thread would wait for itself */
   }
-  atomic_fetch_or_explicit(&a->gate, PTS__GATE_CLOSED, memory_order_acq_rel);
+  g = atomic_fetch_or_explicit(&a->gate, PTS__GATE_CLOSED, memory_order_acq_rel);
+  pthread_mutex_unlock(&pool->mu);
+  /* Another destroyer got in between our two steps: it goes on, we wait. */
+  if (g & PTS__GATE_CLOSED) return destroy_closed(a, wait);
   unsigned spins = 0;
   while ((atomic_load_explicit(&a->gate, memory_order_acquire) & ~PTS__GATE_CLOSED) != 1)
     cpu_relax(spins++);
   a->ctl_destroy.kind = PTS__CTL_DESTROY;
   a->ctl_destroy.agent = a;
-  push_ctl(a->w, &a->ctl_destroy);
+  push_ctl(atomic_load_explicit(&a->w, memory_order_relaxed), &a->ctl_destroy);
   pts__gate_leave(a);
   if (wait) wait_destroyed(a);
   return 0;
+}
+
+/* ---- explicit moves ---- */
+
+/* The request, applied from the loop's inbox by whichever worker owns the
+ * loop then; refresh() makes the move after the poll. */
+static void move_req_cmd(pts__command *cmd, int status) {
+  pts_agent *a = container_of(cmd, pts_agent, req_cmd);
+  pts__agent_applied(a);
+  /* acq_rel: pairs with the requester's exchange; the node is off the
+   * inbox, so a later request may push it again. */
+  int t = atomic_exchange_explicit(&a->move_req, 0, memory_order_acq_rel) - 1;
+  if (status == 0) a->req_target = t;
+}
+
+int pts_agent_move(pts_agent *a, int thread) {
+  if (a == NULL || thread < 0) return PTS_EINVAL;
+  if (!pts__gate_enter(a)) return PTS_ECLOSED;
+  int rc = 0;
+  if ((unsigned)thread >= a->pool->n) {
+    rc = PTS_EINVAL;
+  } else if (atomic_exchange_explicit(&a->move_req, thread + 1, memory_order_acq_rel) == 0) {
+    /* The request is not queued yet (0 -> set): queue it, once. */
+    pts__agent_send(a, &a->req_cmd);
+  }
+  pts__gate_leave(a);
+  return rc;
 }
 
 static void drain_cmd(pts__command *cmd, int status) {
@@ -964,6 +1348,7 @@ int pts_agent_get_stats(const pts_agent *ca, pts_agent_stats *out) {
   /* Two relaxed loads: the difference is a snapshot and may lag. */
   out->inbox_depth = posted > applied ? posted - applied : 0;
   out->inbox_max = atomic_load_explicit(&a->st_inbox_max, memory_order_relaxed);
+  out->moves = atomic_load_explicit(&a->st_moves, memory_order_relaxed);
   return 0;
 }
 
@@ -977,5 +1362,8 @@ int pts_pool_get_thread_stats(const pts_pool *pool, unsigned thread,
   out->wakeups = atomic_load_explicit(&w->st_wakeups, memory_order_relaxed);
   out->agents = atomic_load_explicit(&w->st_agents, memory_order_relaxed);
   out->frame_origin_ns = atomic_load_explicit(&w->st_frame_origin, memory_order_relaxed);
+  out->moves_in = atomic_load_explicit(&w->st_moves_in, memory_order_relaxed);
+  out->moves_out = atomic_load_explicit(&w->st_moves_out, memory_order_relaxed);
+  out->move_ns = atomic_load_explicit(&w->st_move_ns, memory_order_relaxed);
   return 0;
 }

@@ -125,7 +125,7 @@ static void rc_free_unused(pts_remote_controller *rc) {
 int pts_remote_controller_new(pts_agent *a, int priority,
                               pts_remote_controller **out) {
   if (a == NULL || out == NULL) return PTS_EINVAL;
-  if (pts__tls_worker == NULL || pts__tls_worker != a->w) return PTS_EFOREIGN;
+  if (!pts__on_agent_thread(a)) return PTS_EFOREIGN;
   if (a->dead) return PTS_ECLOSED;
   pts_remote_controller *rc;
   int r = rc_alloc(a, priority, 2, &rc);
@@ -191,8 +191,7 @@ void pts_remote_controller_unref(pts_remote_controller *rc) {
 }
 
 pts_controller *pts_remote_controller_get(pts_remote_controller *rc) {
-  if (rc == NULL || pts__tls_worker == NULL || pts__tls_worker != rc->agent->w)
-    return NULL;
+  if (rc == NULL || !pts__on_agent_thread(rc->agent)) return NULL;
   return rc_ensure(rc);
 }
 

@@ -598,7 +598,7 @@ int lk_run_real(const lk_config *c, lk_trace *tr) {
   bool sep = c->policy == LK_SEPARATE;
   pts_pool *pool = NULL;
   pts_pool_options po = {sep ? 2u : 1u, sep ? PTS_POLICY_ROUND_ROBIN : (pts_policy)c->policy,
-                         c->seed, 0};
+                         c->seed, 0, false};
   if (rc == 0) rc = pts__pool_new_ext(&po, NULL, &pool);
   pts_agent *aa = NULL, *va = NULL;
   pts_agent_options ao = PTS_AGENT_OPTIONS_INIT;
@@ -714,7 +714,7 @@ int lk_cost_real(int policy, uint64_t span_ns, lk_cost *out) {
   int rc = 0;
   for (int scen = 0; scen < 2 && rc == 0; scen++) {
     pts_pool *pool = NULL;
-    pts_pool_options po = {sep ? 2u : 1u, sep ? PTS_POLICY_ROUND_ROBIN : (pts_policy)policy, 1, 0};
+    pts_pool_options po = {sep ? 2u : 1u, sep ? PTS_POLICY_ROUND_ROBIN : (pts_policy)policy, 1, 0, false};
     rc = pts__pool_new_ext(&po, NULL, &pool);
     if (rc != 0) return rc;
     pts_agent *ag[2] = {NULL, NULL};

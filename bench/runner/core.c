@@ -12,7 +12,7 @@
 
 const char *const rb_suite_names[] = {
     "throughput", "crossthread", "yield",    "control", "memory",
-    "scale",      "latency",     "fairness", "leak",
+    "scale",      "latency",     "fairness", "leak",    "balance",
 };
 const size_t rb_suite_count = sizeof rb_suite_names / sizeof rb_suite_names[0];
 
@@ -132,7 +132,7 @@ bool rb_key_valid(const char *key) {
       return false;
     }
   }
-  return dots == 2 && part > 0;
+  return (dots == 2 || dots == 1) && part > 0;
 }
 
 int rb_key_make(char *buf, size_t size, const char *suite,

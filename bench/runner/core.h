@@ -70,7 +70,8 @@ void rb_target_status(char *buf, size_t size, double median, double target,
 
 /* ---- result keys ---- */
 
-/* A key is "suite.scenario.figure": exactly three non-empty parts of
+/* A key is "suite.scenario.figure", or "suite.figure" for a figure of the
+ * whole suite (e.g. balance.move_cost_us): three or two non-empty parts of
  * [a-z0-9_], separated by dots, at most RB_KEY_MAX - 1 characters. */
 #define RB_KEY_MAX 96
 bool rb_key_valid(const char *key);

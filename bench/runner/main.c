@@ -39,6 +39,7 @@ static const struct {
     {"latency", rb_suite_latency, "user-blocking start delay under background floods, per policy"},
     {"fairness", rb_suite_fairness, "CPU share per tenant vs weight, Jain's index, per policy"},
     {"leak", rb_suite_leak, "leakage between co-located loops per policy (issue 8 hook)"},
+    {"balance", rb_suite_balance, "moving loops between pool threads: skewed and even load, balancing on/off"},
 };
 
 static void usage(FILE *f) {

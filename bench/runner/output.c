@@ -493,6 +493,19 @@ static const char *suite_text(const char *s) {
            "index of share/weight (1 = shares follow weights exactly).";
   if (!strcmp(s, "leak"))
     return "Leakage between co-located loops per policy (security study, issue 8).";
+  if (!strcmp(s, "balance"))
+    return "Two pool threads (round-robin), four agents placed two per thread; every 100 ms a "
+           "new phase makes two agents hot (a chain of 20 us tasks of fixed computation) and "
+           "the others cold. `skewed_*`: the hot pair shares a thread when the phase begins; "
+           "`even_*`: one hot agent per thread. Balancing on and off, runs interleaved, a fresh "
+           "pool per run. Every agent gets a probe task every 1 ms: `p99_us_aN` is agent N's "
+           "p99 start delay. `speedup` and `ratio`: per interleaved pair, hot tasks/s on over "
+           "off. `move_cost_us`: what the pool measures per move (source detach to the end of "
+           "the target's attach and first poll). `steady_moves_per_s`: the most moves of one "
+           "agent from 20 ms after a phase change to the phase's end, per second. "
+           "`capacity.ratio`: even off over skewed off (what two busy threads get over one on "
+           "this host during the run; 2 when the host is idle); `skewed.efficiency`: speedup "
+           "over capacity.";
   return "";
 }
 

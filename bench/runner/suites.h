@@ -33,6 +33,10 @@ void rb_agents_latency_part(rb_ctx *ctx);
 void rb_suite_scale(rb_ctx *ctx);
 void rb_suite_fairness(rb_ctx *ctx);
 
+/* The balance suite (suite_balance.c, issue 17): skewed and even load on
+ * two pool threads with the balancer on and off. */
+void rb_suite_balance(rb_ctx *ctx);
+
 /* The leak suite of the security study (suite_leak.c). Issue 8 plugs its
  * measurement in with rb_leak_register() before the suites run; until it
  * does, the suite reports "not available" and produces no figure. The hook

@@ -7,8 +7,10 @@
  *
  * An agent is a tenant: its own loop (with its default global and scheduler),
  * an origin label and a weight. A pool of N threads runs M agents' loops; a
- * loop runs on exactly one pool thread (its placement), and a thread hosting
- * several loops picks the next one by the pool's inter-loop policy.
+ * loop runs on one pool thread at a time (its placement; it moves only
+ * between two of its tasks, by pts_agent_move() or the pool's balancer), and
+ * a thread hosting several loops picks the next one by the pool's inter-loop
+ * policy.
  *
  * Threads: every function here may be called from any thread, including from
  * inside a task of any agent. Operations on an agent travel through its loop's
@@ -73,6 +75,13 @@ typedef struct pts_pool_options {
   pts_policy policy; /**< the inter-loop policy of every thread */
   uint64_t seed;     /**< randomized policy: the lottery's seed */
   uint64_t slot_ns;  /**< time-partitioned slot length; 0 = 1 ms */
+  /** Load balancing (since 1.0): an idle thread takes a whole loop (with the
+   * other agents of its origin on that thread) from a thread with more than
+   * one ready loop, with hysteresis (docs/agents.md, "Migration"). Applies
+   * to the strict, round-robin, fair and randomized policies; ignored under
+   * time-partitioned (a move on load would undo what it hides). false (the
+   * default): placement is static, as before. */
+  bool balance;
 } pts_pool_options;
 
 /** Creates a pool and starts its threads. opts may be NULL (the zero
@@ -103,9 +112,13 @@ typedef struct pts_agent_options {
   const char *origin; /**< tenant/origin label (copied); NULL = a unique one */
   uint32_t weight;    /**< fair and randomized policies; 0 = 1 */
   int thread;         /**< explicit placement (0..threads-1), or -1 = by rule */
+  /** The balancer never moves this agent (since 1.0). Same-origin agents
+   * move together, so this pins its origin on its thread too: pin an origin
+   * by pinning any of its agents. pts_agent_move() still moves it. */
+  bool pinned;
 } pts_agent_options;
-/** The defaults: a unique origin, weight 1, placement by rule. */
-#define PTS_AGENT_OPTIONS_INIT {NULL, 1, -1}
+/** The defaults: a unique origin, weight 1, placement by rule, not pinned. */
+#define PTS_AGENT_OPTIONS_INIT {NULL, 1, -1, false}
 
 /** Creates an agent and places it: with thread = -1, an origin already placed
  * goes to its thread; a new origin takes a thread with no origin yet while
@@ -122,8 +135,22 @@ PTS_EXTERN void pts_agent_ref(pts_agent *a);
  * running agent: see pts_agent_destroy() and pts_pool_shutdown()). NULL is a
  * no-op. Any thread. */
 PTS_EXTERN void pts_agent_unref(pts_agent *a);
-/** The thread index the agent runs on; PTS_EINVAL for NULL. Any thread. */
+/** The thread index the agent runs on (or is moving to); PTS_EINVAL for
+ * NULL. Any thread; with balancing or pts_agent_move() the answer may be
+ * stale by the time it is read. */
 PTS_EXTERN int pts_agent_thread(const pts_agent *a);
+/** Moves the agent's loop to pool thread `thread`, together with the other
+ * agents of its origin on its current thread (same-origin agents share a
+ * thread), pinned or not. Asynchronous: the current thread detaches the loop
+ * between two of its tasks and the target attaches it; the inbox, timers,
+ * pending tasks, signals and promises move untouched, and commands posted
+ * meanwhile are neither lost nor reordered. pts_agent_thread() gives the new
+ * index once the move is decided. The last of several requests wins; a move
+ * the pool cannot make (out of memory, the agent destroyed first) is
+ * dropped. a is borrowed. Any thread, including the agent's own tasks.
+ * @retval 0 requested (or already there). @retval PTS_EINVAL NULL a, thread
+ * out of range. @retval PTS_ECLOSED the agent is destroyed. */
+PTS_EXTERN int pts_agent_move(pts_agent *a, int thread);
 /** The agent's loop and default global: for use only from the agent's own
  * tasks (its thread); borrowed. pts_loop_stop() on it only wakes it (an
  * agent stops by pts_agent_destroy); pts_loop_run() on it fails (PTS_EBUSY). */
@@ -255,6 +282,7 @@ typedef struct pts_agent_stats {
   uint64_t delay_hist[PTS_DELAY_BUCKETS]; /**< start delay of cross-thread posted tasks */
   uint64_t inbox_depth;    /**< commands posted and not yet applied */
   uint64_t inbox_max;      /**< largest depth seen at a drain */
+  uint64_t moves;          /**< times its loop moved to another thread (since 1.0) */
 } pts_agent_stats;
 /** One pool thread's counters (pts_pool_get_thread_stats()).
  *
@@ -270,6 +298,13 @@ typedef struct pts_thread_stats {
    * thread's agent number k mod agents, in placement order. A new frame
    * begins whenever an agent is added to or removed from the thread. */
   uint64_t frame_origin_ns;
+  /**@{*/
+  /** Loops moved in and out of this thread (since 1.0), and the time the
+   * moves in took: from the source's detach to the end of this thread's
+   * attach and first poll (ns, summed), the time the moving agent could not
+   * run. */
+  uint64_t moves_in, moves_out, move_ns;
+  /**@}*/
 } pts_thread_stats;
 /** Copies a relaxed snapshot of the agent's counters into *out (caller's
  * storage). Any thread. @retval 0 success. @retval PTS_EINVAL NULL a or

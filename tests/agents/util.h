@@ -64,7 +64,7 @@ inline bool wait_until(const std::function<bool()> &f, int ms = 5000) {
 
 inline pts_pool_options pool_opts(unsigned threads, pts_policy policy,
                                   uint64_t seed = 1, uint64_t slot_ns = 0) {
-  pts_pool_options o;
+  pts_pool_options o = {};
   o.threads = threads;
   o.policy = policy;
   o.seed = seed;

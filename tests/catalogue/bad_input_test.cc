@@ -902,6 +902,27 @@ TEST_F(Catalogue, AgentsBlockingCallsFromAPoolThreadAreBusy) {
   pts_agent_unref(a);
 }
 
+TEST_F(Catalogue, AgentMoveBadArguments) {
+  pts_pool *pool = nullptr;
+  pts_agent *a = nullptr;
+  OneThreadPoolWithAnAgent(&pool, &a);
+  EXPECT_EQ(PTS_EINVAL, pts_agent_move(nullptr, 0));
+  EXPECT_EQ(PTS_EINVAL, pts_agent_move(a, -1));
+  EXPECT_EQ(PTS_EINVAL, pts_agent_move(a, 1));  // thread 1 of 1
+  EXPECT_EQ(PTS_EINVAL, pts_agent_move(a, INT32_MAX));
+  EXPECT_EQ(0, pts_agent_move(a, 0));  // where it is: nothing to do
+  ASSERT_EQ(0, pts_agent_drain(a));     // the request was applied
+  pts_agent_stats st;
+  ASSERT_EQ(0, pts_agent_get_stats(a, &st));
+  EXPECT_EQ(0u, st.moves);
+  EXPECT_EQ(0, pts_agent_thread(a));
+  EXPECT_EQ(0, pts_agent_destroy(a, true));
+  EXPECT_EQ(PTS_ECLOSED, pts_agent_move(a, 0));
+  EXPECT_EQ(0, pts_pool_shutdown(pool));
+  EXPECT_EQ(PTS_ECLOSED, pts_agent_move(a, 0));
+  pts_agent_unref(a);
+}
+
 TEST_F(Catalogue, AgentAndPoolAccessorsAndStatisticsBadArguments) {
   EXPECT_EQ(nullptr, pts_policy_name(PTS_POLICY_COUNT));
   EXPECT_EQ(nullptr, pts_policy_name(-1));

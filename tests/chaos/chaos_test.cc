@@ -291,7 +291,7 @@ void Producer(Chaos *c, int me, uint64_t n) {
 TEST(Chaos, ExactlyOnceUnderRandomCrossThreadOperations) {
   uint64_t total = EnvOps();
   Chaos c(total);
-  pts_pool_options po;
+  pts_pool_options po = {};
   po.threads = 2;
   po.policy = PTS_POLICY_ROUND_ROBIN;
   po.seed = 1;
