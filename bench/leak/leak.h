@@ -175,6 +175,10 @@ int lk_run_real(const lk_config *c, lk_trace *out);
  * uniform 10-30 ms gaps), and the victim's p99 start delay in the idle case (ns). */
 typedef struct lk_cost {
   double loss_busy, loss_idle, p99_ns;
+  /* Real clock: the same losses against the time the OS gave the pool
+   * thread(s) (CPU time + time parked by itself), not the wall clock: time
+   * preempted by other processes of a shared machine is left out. */
+  double loss_busy_os, loss_idle_os;
   double *lat_ns;
   size_t nlat;
 } lk_cost;

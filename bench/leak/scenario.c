@@ -895,6 +895,33 @@ static pts_value rchain_kick(void *data, int status) {
   return pts_undefined();
 }
 
+/* Load-robust capacity (round 2): the time the OS gave a pool thread, its
+ * CPU time plus the time it parked by itself (pts_thread_stats.idle_ns);
+ * time it was runnable but preempted by other processes (the machine is
+ * shared) is not the policy's loss. The thread's id comes from a task
+ * that runs on it. */
+typedef struct who {
+  pthread_t th;
+  _Atomic bool known;
+} who;
+static pts_value real_who(void *data, int status) {
+  who *x = data;
+  if (status == 0) {
+    x->th = pthread_self();
+    atomic_store(&x->known, true);
+  }
+  return pts_undefined();
+}
+static uint64_t os_time(pts_pool *pool, unsigned thread, who *x) {
+  clockid_t clk;
+  struct timespec ts;
+  pts_thread_stats st;
+  if (!atomic_load(&x->known) || pthread_getcpuclockid(x->th, &clk) != 0 ||
+      clock_gettime(clk, &ts) != 0 || pts_pool_get_thread_stats(pool, thread, &st) != 0)
+    return 0;
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + st.idle_ns;
+}
+
 int lk_cost_real(int policy, uint64_t span_ns, lk_cost *out) {
   if (out == NULL || (unsigned)policy >= LK_POLICIES) return PTS_EINVAL;
   memset(out, 0, sizeof *out);
@@ -914,14 +941,17 @@ int lk_cost_real(int policy, uint64_t span_ns, lk_cost *out) {
     }
     rchain *c = calloc(2, sizeof *c);
     victim *v = calloc(1, sizeof *v);
+    who *wh = calloc(2, sizeof *wh);
     lk_trace tr;
     memset(&tr, 0, sizeof tr);
     uint64_t warm = policy == PTS__POLICY_QUANTIZED && scen == 1 ? 1100000000u : 50000000u;
     tr.caplat = (span_ns + warm) / (IDLE_PERIOD_NS / 2) + 16;
     tr.lat_ns = malloc(tr.caplat * sizeof *tr.lat_ns);
-    if (rc == 0 && (c == NULL || v == NULL || tr.lat_ns == NULL)) rc = PTS_ENOMEM;
+    if (rc == 0 && (c == NULL || v == NULL || wh == NULL || tr.lat_ns == NULL)) rc = PTS_ENOMEM;
     if (rc == 0) {
       *v = (victim){&real_env, &tr, 0, 0, 0, LK_WORK_SPIN, NULL};
+      for (int i = 0; i < (sep ? 2 : 1) && rc == 0; i++)
+        rc = pts_agent_post_task(ag[i], NULL, real_who, &wh[i], NULL, NULL, NULL);
       for (int i = 0; i < (scen == 0 ? 2 : 1) && rc == 0; i++) {
         c[i].agent = ag[i];
         rc = pts_agent_post_task(ag[i], NULL, rchain_kick, &c[i], NULL, NULL, NULL);
@@ -931,7 +961,7 @@ int lk_cost_real(int policy, uint64_t span_ns, lk_cost *out) {
        * spoils one part, not the figure. */
       uint64_t start = mono_ns(), t0 = start + warm, part = span_ns / COST_PARTS;
       uint64_t t1 = t0 + part * COST_PARTS, rng = 1;
-      uint64_t snap[COST_PARTS + 1][3];
+      uint64_t snap[COST_PARTS + 1][4];
       int m = 0; /* next snapshot */
       for (uint64_t at = start; rc == 0; at += scen == 1 ? idle_gap(&rng) : part) {
         for (; m <= COST_PARTS && at >= t0 + (uint64_t)m * part; m++) {
@@ -939,6 +969,7 @@ int lk_cost_real(int policy, uint64_t span_ns, lk_cost *out) {
           snap[m][0] = atomic_load(&c[0].done);
           snap[m][1] = atomic_load(&c[1].done);
           snap[m][2] = atomic_load(&v->done);
+          snap[m][3] = os_time(pool, 0, &wh[0]) + (sep && scen == 0 ? os_time(pool, 1, &wh[1]) : 0);
         }
         if (at >= t1) break;
         sleep_until(at);
@@ -955,19 +986,25 @@ int lk_cost_real(int policy, uint64_t span_ns, lk_cost *out) {
       }
       for (int i = 0; i < 2; i++) atomic_store(&c[i].stop, true);
       for (int i = 0; i < 2; i++) (void)pts_agent_drain(ag[i]);
-      double loss[COST_PARTS];
+      double loss[COST_PARTS], los[COST_PARTS];
       for (int k = 0; k < COST_PARTS && rc == 0; k++) {
         double aw = (double)(snap[k + 1][0] - snap[k][0]) * COST_TASK_NS;
         double vw = (double)(snap[k + 1][1] - snap[k][1]) * COST_TASK_NS;
         double vb = (double)(snap[k + 1][2] - snap[k][2]) * LK_VICTIM_TASK_NS;
-        if (scen == 0)
+        double cap = (double)(snap[k + 1][3] - snap[k][3]); /* the OS's time, see os_time */
+        if (scen == 0) {
           loss[k] = sep ? 1 - (aw + vw) / (2.0 * part) : 1 - (aw + vw) / part;
-        else
+          los[k] = cap > 0 ? 1 - (aw + vw) / cap : loss[k];
+        } else {
           loss[k] = sep ? 1 - aw / part : 1 - aw / ((double)part - vb);
+          los[k] = cap > 0 ? (sep ? 1 - aw / cap : 1 - aw / (cap - vb)) : loss[k];
+        }
       }
       if (rc == 0) {
         qsort(loss, COST_PARTS, sizeof *loss, cmp_d);
+        qsort(los, COST_PARTS, sizeof *los, cmp_d);
         *(scen == 0 ? &out->loss_busy : &out->loss_idle) = loss[COST_PARTS / 2];
+        *(scen == 0 ? &out->loss_busy_os : &out->loss_idle_os) = los[COST_PARTS / 2];
       }
       if (scen == 1) {
         qsort(tr.lat_ns, tr.nlat, sizeof *tr.lat_ns, cmp_d);
@@ -978,6 +1015,7 @@ int lk_cost_real(int policy, uint64_t span_ns, lk_cost *out) {
     for (int i = 0; i < 2; i++) pts_agent_unref(ag[i]);
     free(c);
     free(v);
+    free(wh);
     free(tr.lat_ns);
   }
   return rc;
