@@ -578,8 +578,11 @@ static bool quant_spin(pts__worker *w, uint64_t t) {
 
 static void idle(pts__worker *w, uint64_t until) {
   uint64_t slot_start = UINT64_MAX;
+  /* A wake-up the hold keeps may be the next owner's: spin for it too, so
+   * that owner starts on its boundary (its poll comes with the pass). */
   if (w->pool->opts.policy == PTS__POLICY_QUANTIZED && until != UINT64_MAX &&
-      pts__quant_owner_ready(w, until))
+      (pts__quant_owner_ready(w, until) ||
+       (!w->pool->q.no_hold && !pts__mpsc_is_empty(&w->signaled))))
     slot_start = until;
   if (w->tlen > 0 && w->arr->theap[0]->deadline < until)
     until = w->arr->theap[0]->deadline;

@@ -8,7 +8,8 @@
  *              [work=spin] [thread=0] [pin=0] [reps=4]
  *              [b.work=...] [b.thread=...] [b.pin=...] [b.attacker=...]
  *
- * Without b.* keys every trace is arm A.
+ * Without b.* keys every trace is arm A. cost=MS instead runs the real-clock
+ * costs (lk_cost_real, MS per scenario) of arm A's policy reps times.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,7 @@ static int cmp_d(const void *a, const void *b) {
 int main(int argc, char **argv) {
   lk_config a = {PTS__POLICY_QUANTIZED, LK_S1, LK_PAIRS, 3000, 1, NULL, 0, 0, 0, LK_WORK_SPIN, false, false};
   int reps = 4;
+  int cost_ms = 0;
   const char *dump = NULL; /* dump=FILE: window,secret,obs,excluded,start-times per trace */
   bool have_b = false;
   for (int i = 1; i < argc; i++) {
@@ -58,6 +60,7 @@ int main(int argc, char **argv) {
     *eq = '\0';
     if (strcmp(argv[i], "reps") == 0) reps = atoi(eq + 1);
     else if (strcmp(argv[i], "dump") == 0) dump = eq + 1;
+    else if (strcmp(argv[i], "cost") == 0) cost_ms = atoi(eq + 1);
     else if (strncmp(argv[i], "b.", 2) != 0 && set(&a, argv[i], eq + 1) != 0) goto usage;
     *eq = '=';
   }
@@ -68,6 +71,16 @@ int main(int argc, char **argv) {
     *eq = '\0';
     if (set(&b, argv[i] + 2, eq + 1) != 0) goto usage;
     have_b = true;
+  }
+  if (cost_ms > 0) { /* cost=MS: the real-clock costs of arm A's policy, reps times */
+    for (int r = 0; r < reps; r++) {
+      lk_cost co;
+      if (lk_cost_real(a.policy, (uint64_t)cost_ms * 1000000u, &co) != 0) return 1;
+      printf("%s cost busy %.4f idle %.4f (OS time %.4f %.4f) p99 %.0f us load %.2f\n",
+             lk_policy_key(a.policy), co.loss_busy, co.loss_idle, co.loss_busy_os, co.loss_idle_os,
+             co.p99_ns / 1000, lk_load1());
+    }
+    return 0;
   }
   printf("arm policy secret attacker work thread pin windows used excluded mi_mm floor95 ci_lo ci_hi "
          "bits acc started/posted load1 round1\n");
