@@ -540,10 +540,19 @@ static void quant_learn(uint64_t late) {
     q_late -= (q_late - late) / 32;
 }
 
-/* Quantized: whether this pass leaves the wake-up queue and the timers
- * alone (study.h, the padded pass). The first pass of each slot reads them
- * and ends at *pad_end; later passes read them only while the slot's owner
- * has nothing to run. */
+/* Quantized (study.h, the padded pass): whether a pass now leaves the
+ * wake-up queue and the timers alone: no pass is due in this slot and the
+ * slot's owner has work. */
+static bool quant_holding(pts__worker *w, uint64_t now) {
+  if (w->pool->opts.policy != PTS__POLICY_QUANTIZED || w->pool->q.no_hold) return false;
+  if (pts__quant_slot(w, now) != w->q_pass_slot) return false; /* a pass is due */
+  pts_agent *owner = pts__quant_owner(w, now);
+  return owner != NULL && owner->urgency != PTS__URGENCY_NONE;
+}
+
+/* quant_holding for the worker's pass: the first pass of each slot reads
+ * the queue and the timers and ends at *pad_end (a fixed length); later
+ * passes read them only while the slot's owner has nothing to run. */
 static bool quant_hold(pts__worker *w, uint64_t now, uint64_t *pad_end) {
   *pad_end = 0;
   if (w->pool->opts.policy != PTS__POLICY_QUANTIZED || w->pool->q.no_hold) return false;
@@ -553,16 +562,7 @@ static bool quant_hold(pts__worker *w, uint64_t now, uint64_t *pad_end) {
     *pad_end = now + w->pool->q.pad_ns;
     return false;
   }
-  pts_agent *owner = pts__quant_owner(w, now);
-  return owner != NULL && owner->urgency != PTS__URGENCY_NONE;
-}
-
-/* Whether quant_hold would hold now, without starting a pass. */
-static bool quant_holding(pts__worker *w, uint64_t now) {
-  if (w->pool->opts.policy != PTS__POLICY_QUANTIZED || w->pool->q.no_hold) return false;
-  if (pts__quant_slot(w, now) != w->q_pass_slot) return false; /* a pass is due */
-  pts_agent *owner = pts__quant_owner(w, now);
-  return owner != NULL && owner->urgency != PTS__URGENCY_NONE;
+  return quant_holding(w, now);
 }
 
 /* Spins until t or until a queue gets work (quantized with the hold: the
