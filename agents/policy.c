@@ -202,6 +202,7 @@ void pts__quant_defaults(pts__quant_options *q) {
   if (q->slot_ns == 0) q->slot_ns = 250000;
   if (q->frame_slots == 0) q->frame_slots = 16;
   if (q->epoch_frames == 0) q->epoch_frames = 250;
+  if (q->pad_ns == 0) q->pad_ns = PTS__Q_PAD_NS;
 }
 
 static uint64_t quant_epoch_ns(const pts__worker *w) {
@@ -328,6 +329,17 @@ static pts_agent *quant_slot(pts__worker *w, uint64_t now, uint64_t *k) {
   return w->arr->agents[idx];
 }
 
+bool pts__agent_signal_pending(const pts_agent *a) {
+  return atomic_load_explicit(&a->signaled, memory_order_seq_cst);
+}
+
+uint64_t pts__quant_slot(pts__worker *w, uint64_t now) {
+  uint64_t k;
+  if (w->nagents == 0 || now < w->frame_origin) return UINT64_MAX;
+  (void)quant_slot(w, now, &k);
+  return k;
+}
+
 pts_agent *pts__quant_owner(pts__worker *w, uint64_t now) {
   uint64_t k;
   return w->nagents == 0 || now < w->frame_origin ? NULL : quant_slot(w, now, &k);
@@ -389,6 +401,7 @@ void pts__policy_layout(pts__worker *w, uint64_t now) {
   if (w->pool->opts.policy == PTS_POLICY_RANDOMIZED) fen_rebuild(w);
   /* A new layout starts a new frame: slot k of it begins at origin + k * slot. */
   w->frame_origin = now;
+  w->q_pass_slot = UINT64_MAX - 1; /* the new frame's first pass is a slot start */
   if (w->pool->opts.policy == PTS__POLICY_QUANTIZED) quant_layout(w, now);
 }
 

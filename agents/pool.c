@@ -850,9 +850,36 @@ static void quant_learn(uint64_t late) {
     q_late -= (q_late - late) / 32;
 }
 
-/* Spins until t or until a queue gets work. Returns true at t. */
+/* Quantized (study.h, the padded pass): whether a pass now leaves the
+ * wake-up queue and the timers alone: no pass is due in this slot and the
+ * slot's owner has work. */
+static bool quant_holding(pts__worker *w, uint64_t now) {
+  if (w->pool->opts.policy != PTS__POLICY_QUANTIZED || w->pool->q.no_hold) return false;
+  if (pts__quant_slot(w, now) != w->q_pass_slot) return false; /* a pass is due */
+  pts_agent *owner = pts__quant_owner(w, now);
+  return owner != NULL && owner->urgency != PTS__URGENCY_NONE;
+}
+
+/* quant_holding for the worker's pass: the first pass of each slot reads
+ * the queue and the timers and ends at *pad_end (a fixed length); later
+ * passes read them only while the slot's owner has nothing to run. */
+static bool quant_hold(pts__worker *w, uint64_t now, uint64_t *pad_end) {
+  *pad_end = 0;
+  if (w->pool->opts.policy != PTS__POLICY_QUANTIZED || w->pool->q.no_hold) return false;
+  uint64_t k = pts__quant_slot(w, now);
+  if (k != w->q_pass_slot) {
+    w->q_pass_slot = k;
+    *pad_end = now + w->pool->q.pad_ns;
+    return false;
+  }
+  return quant_holding(w, now);
+}
+
+/* Spins until t or until a queue gets work (quantized with the hold: the
+ * wake-up queue waits for the slot-start pass). Returns true at t. */
 static bool quant_spin(pts__worker *w, uint64_t t) {
-  while (pts__mpsc_is_empty(&w->signaled) && pts__mpsc_is_empty(&w->control)) {
+  bool hold = !w->pool->q.no_hold;
+  while ((hold || pts__mpsc_is_empty(&w->signaled)) && pts__mpsc_is_empty(&w->control)) {
     if (pts__now_ns() >= t) return true;
     cpu_relax(0);
   }
@@ -861,8 +888,11 @@ static bool quant_spin(pts__worker *w, uint64_t t) {
 
 static void idle(pts__worker *w, uint64_t until) {
   uint64_t slot_start = UINT64_MAX;
+  /* A wake-up the hold keeps may be the next owner's: spin for it too, so
+   * that owner starts on its boundary (its poll comes with the pass). */
   if (w->pool->opts.policy == PTS__POLICY_QUANTIZED && until != UINT64_MAX &&
-      pts__quant_owner_ready(w, until))
+      (pts__quant_owner_ready(w, until) ||
+       (!w->pool->q.no_hold && !pts__mpsc_is_empty(&w->signaled))))
     slot_start = until;
   if (w->tlen > 0 && w->arr->theap[0]->deadline < until)
     until = w->arr->theap[0]->deadline;
@@ -887,7 +917,10 @@ static void idle(pts__worker *w, uint64_t until) {
    * posters can reuse them (sync/nodecache.h). */
   pts__node_flush();
   pts__parker_prepare(&w->parker);
-  if (!pts__mpsc_is_empty(&w->signaled) || !pts__mpsc_is_empty(&w->control)) {
+  /* A wake-up the hold keeps for the next slot start does not cancel the
+   * park (which ends at that boundary): spinning on it burnt the CPU. */
+  bool held = quant_holding(w, t0);
+  if ((!held && !pts__mpsc_is_empty(&w->signaled)) || !pts__mpsc_is_empty(&w->control)) {
     pts__parker_cancel(&w->parker);
     return;
   }
@@ -906,9 +939,16 @@ static void *worker_main(void *arg) {
   if (w->pool->opts.policy == PTS__POLICY_QUANTIZED) (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   for (;;) {
     if (drain_control(w)) break;
-    drain_signaled(w);
-    uint64_t now = pts__now_ns();
-    fire_timers(w, now);
+    uint64_t now = pts__now_ns(), pad_end;
+    if (!quant_hold(w, now, &pad_end)) {
+      drain_signaled(w);
+      now = pts__now_ns();
+      fire_timers(w, now);
+      while (now < pad_end) { /* a fixed-length pass: its work does not show */
+        cpu_relax(0);
+        now = pts__now_ns();
+      }
+    }
     if (w->plan != NULL) balance_give(w);
     if (w->pool->balance && now >= w->bal_next) balance_tick(w, now);
     uint64_t until = UINT64_MAX;
@@ -970,7 +1010,7 @@ static int pool_create(const pts_pool_options *opts, const pts__quant_options *q
   pts_pool_options o = {0, PTS_POLICY_STRICT, 0, 0, false};
   if (opts != NULL) o = *opts;
   if ((unsigned)o.policy >= (unsigned)npolicies) return PTS_EINVAL;
-  pts__quant_options qo = {0, 0, 0};
+  pts__quant_options qo = {0, 0, 0, 0, false};
   if (q != NULL) qo = *q;
   pts__quant_defaults(&qo);
   if (qo.frame_slots > PTS__Q_MAX_SLOTS) return PTS_EINVAL;

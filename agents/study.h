@@ -58,10 +58,24 @@ extern "C" {
  * (2^10 ns) to 2^26 ns (67 ms); longer steps fall in the last bucket. */
 #define PTS__Q_HIST_BUCKETS 128
 
+/* The padded pass (round 2, real clock; docs/security.md, "the residual"):
+ * another agent's cross-thread post reached the pool thread in the slot's
+ * owner's time (the wake-up queue's pop, its cache misses, a spin cut
+ * short), and an attacker measured it: a victim whose tasks did no work at
+ * all still leaked 0.014-0.07 bit/window on S1. So while the slot's owner
+ * has work, the pool thread does not look at the wake-up queue or the
+ * timers; it reads them once at the first pass of each slot, in a pass
+ * padded to a fixed length (pad_ns), and whenever the owner has nothing to
+ * run (its time is idle anyway). A command for a busy owner waits for its
+ * next slot start (at most one slot). */
+#define PTS__Q_PAD_NS 2000u
+
 typedef struct pts__quant_options {
   uint64_t slot_ns;      /* 0 = 250 us */
   uint32_t frame_slots;  /* 0 = 16 (frame 4 ms); at most PTS__Q_MAX_SLOTS */
   uint32_t epoch_frames; /* 0 = 250 (epoch 1 s with the defaults) */
+  uint64_t pad_ns;       /* the slot-start pass's length; 0 = PTS__Q_PAD_NS */
+  bool no_hold;          /* round 1: read the queues at every pass (experiments) */
 } pts__quant_options;
 
 struct pts__worker;
@@ -70,6 +84,16 @@ bool pts__quant_owner_ready(const struct pts__worker *w, uint64_t t);
 /* The owner of the slot containing now (NULL: no agent); rolls the epoch
  * over when now has passed it, as a pick would. Owner thread of w only. */
 struct pts_agent *pts__quant_owner(struct pts__worker *w, uint64_t now);
+
+/* The number of the slot containing now since the frame origin (UINT64_MAX:
+ * no agent, or before the origin); rolls the epoch over as a pick would.
+ * Owner thread of w only. */
+uint64_t pts__quant_slot(struct pts__worker *w, uint64_t now);
+
+/* Whether the agent's wake-up node is still on its worker's queue (posted,
+ * not yet popped): tests read it to check the padded pass's hold. Any
+ * thread (one seq_cst load). */
+bool pts__agent_signal_pending(const struct pts_agent *a);
 
 /* "quantized" for PTS__POLICY_QUANTIZED, else pts_policy_name(policy). */
 const char *pts__policy_name_ext(int policy);

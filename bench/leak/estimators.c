@@ -101,6 +101,48 @@ double lk_mi_floor(const int *x, const int *y, size_t n, int kx, int ky,
   return r;
 }
 
+/* The bootstrap interval (B. Efron, "Bootstrap methods: another look at
+ * the jackknife", Ann. Statist. 7(1), 1979; percentile interval): resample
+ * the n pairs with replacement, recompute the corrected MI on the fixed bin
+ * labels, take the 2.5th and 97.5th percentiles. Near MI = 0 a resample
+ * carries the plug-in bias again ((m - 1)/2N above what Miller-Madow takes
+ * off its own cells, m = cells), so the upper end errs high: conservative
+ * for a claim "below this bound". */
+void lk_mi_ci95(const int *x, const int *y, size_t n, int kx, int ky, int resamples,
+                uint64_t seed, double *lo, double *hi) {
+  *lo = *hi = 0;
+  if (n == 0 || kx <= 0 || ky <= 0 || resamples <= 0) return;
+  size_t cells = (size_t)kx * (size_t)ky;
+  uint64_t *cx = malloc((size_t)kx * sizeof *cx), *cy = malloc((size_t)ky * sizeof *cy);
+  uint64_t *cxy = malloc(cells * sizeof *cxy);
+  double *v = malloc((size_t)resamples * sizeof *v);
+  if (cx && cy && cxy && v) {
+    uint64_t s = seed ^ UINT64_C(0x5851f42d4c957f2d);
+    for (int k = 0; k < resamples; k++) {
+      memset(cx, 0, (size_t)kx * sizeof *cx);
+      memset(cy, 0, (size_t)ky * sizeof *cy);
+      memset(cxy, 0, cells * sizeof *cxy);
+      for (size_t i = 0; i < n; i++) {
+        size_t j = (size_t)(((unsigned __int128)mix(&s) * n) >> 64);
+        cx[x[j]]++;
+        cy[y[j]]++;
+        cxy[(size_t)x[j] * (size_t)ky + (size_t)y[j]]++;
+      }
+      v[k] = lk_entropy(cx, (size_t)kx, true) + lk_entropy(cy, (size_t)ky, true) -
+             lk_entropy(cxy, cells, true);
+    }
+    qsort(v, (size_t)resamples, sizeof *v, cmp_double);
+    size_t a = (size_t)floor(0.025 * (resamples - 1) + 0.5);
+    size_t b = (size_t)floor(0.975 * (resamples - 1) + 0.5);
+    *lo = v[a];
+    *hi = v[b];
+  }
+  free(cx);
+  free(cy);
+  free(cxy);
+  free(v);
+}
+
 typedef struct ival {
   double v;
   size_t i;
@@ -223,14 +265,14 @@ double lk_fano_max_accuracy(double h_secret, double mi, int m) {
   return 1 - hi;
 }
 
-double lk_youden(const double *score, const uint8_t *truth, size_t n) {
+double lk_youden_threshold(const double *score, const uint8_t *truth, size_t n) {
   /* Train: the threshold (between distinct scores) with the largest J on
-   * even windows. Test: J of that threshold on odd windows. */
+   * even windows. */
   size_t ne = (n + 1) / 2;
   double *v = malloc(ne * sizeof *v);
   if (v == NULL || n < 2) {
     free(v);
-    return 0;
+    return INFINITY;
   }
   size_t k = 0, pos = 0, neg = 0;
   for (size_t i = 0; i < n; i += 2) {
@@ -257,8 +299,14 @@ double lk_youden(const double *score, const uint8_t *truth, size_t n) {
     }
   }
   free(v);
-  size_t tp = 0, fp = 0;
-  pos = neg = 0;
+  return best_t;
+}
+
+double lk_youden(const double *score, const uint8_t *truth, size_t n) {
+  /* Test: J of the trained threshold on odd windows. */
+  if (n < 2) return 0;
+  double best_t = lk_youden_threshold(score, truth, n);
+  size_t tp = 0, fp = 0, pos = 0, neg = 0;
   for (size_t i = 1; i < n; i += 2) {
     if (truth[i]) pos++;
     else neg++;

@@ -31,6 +31,12 @@ double lk_mi(const int *x, const int *y, size_t n, int kx, int ky, bool mm);
  * `shuffles` random permutations of x (labels shuffled, seeded). */
 double lk_mi_floor(const int *x, const int *y, size_t n, int kx, int ky,
                    int shuffles, uint64_t seed);
+/* The bootstrap 95% interval of the corrected MI: `resamples` resamplings
+ * of the n pairs with replacement (seeded), on the same bin labels; the
+ * percentile interval [lo, hi]. Its upper end is conservative near 0 (a
+ * resample adds the plug-in bias again). *lo = *hi = 0 on empty input. */
+void lk_mi_ci95(const int *x, const int *y, size_t n, int kx, int ky, int resamples,
+                uint64_t seed, double *lo, double *hi);
 /* Equal-frequency bins of obs (at most maxbins; equal values share a bin).
  * Writes bin labels to out; returns the number of bins (>= 1), or -1. */
 int lk_bin(const double *obs, size_t n, int maxbins, int *out);
@@ -48,11 +54,19 @@ double lk_fano_max_accuracy(double h_secret, double mi, int m);
 /* Youden's J = TPR - FPR of the detector "score > threshold", threshold
  * chosen on the even-indexed windows, J measured on the odd ones. */
 double lk_youden(const double *score, const uint8_t *truth, size_t n);
+/* The threshold lk_youden chooses on the even-indexed windows. */
+double lk_youden_threshold(const double *score, const uint8_t *truth, size_t n);
 
 /* ---- scenarios ---- */
 
 typedef enum lk_secret { LK_S1 = 0, LK_S2, LK_S3 } lk_secret;
-typedef enum lk_attacker { LK_CHAIN = 0, LK_FLOOD, LK_PAIRS, LK_COUNTER } lk_attacker;
+/* LK_INBOX (real clock only) is the cross-agent attacker of round 2: each
+ * of its tasks posts a probe into the victim's agent (pts_agent_post_task),
+ * the probe posts the next attacker task back, so the gap between the
+ * attacker's own starts is its round trip through the victim's inbox and
+ * loop; observation = the largest gap in the window, as for the chain.
+ * LK_ATTACKERS counts the four that share only the thread. */
+typedef enum lk_attacker { LK_CHAIN = 0, LK_FLOOD, LK_PAIRS, LK_COUNTER, LK_INBOX } lk_attacker;
 #define LK_SECRETS 3
 #define LK_ATTACKERS 4
 /* Policies: pts_policy values, PTS__POLICY_QUANTIZED (5), or this. */
@@ -75,6 +89,17 @@ const char *lk_attacker_name(lk_attacker a);
 #define LK_ATTACK_TASK_NS 5000u   /* each attacker task's own work */
 #define LK_COUNTER_TICK_NS 100000u /* the counter attacker's coarse clock */
 
+/* The victim's work while a task runs (the round-2 experiments on the
+ * real-clock residual, docs/security.md): spin reading the clock (the
+ * default), nothing (the task is posted and started, no work: only the post
+ * path is left), arithmetic in registers (the clock read every 256
+ * iterations), or writing one byte per cache line over a 2 MiB buffer. */
+typedef enum lk_work { LK_WORK_SPIN = 0, LK_WORK_NONE, LK_WORK_ARITH, LK_WORK_MEM } lk_work;
+const char *lk_work_name(lk_work w);
+/* The machine's 1-minute load average (/proc/loadavg; -1 if unreadable),
+ * noted next to every real-clock figure. */
+double lk_load1(void);
+
 typedef struct lk_config {
   int policy;
   lk_secret secret;
@@ -84,6 +109,18 @@ typedef struct lk_config {
   const uint8_t *bits;   /* optional: the secret per window (S1, S2) */
   uint64_t warmup_ns;    /* before window 0 (quantized: let levels settle) */
   uint64_t overhead_ns;  /* virtual: modelled cost of a step */
+  /* Real clock, round 2: 1 = the victim on a second pool thread (a pool of
+   * two threads under `policy`, placed with pts_agent_options.thread); 0 =
+   * the attacker's thread. */
+  int victim_thread;
+  lk_work work;          /* real clock: the victim's work (default spin) */
+  /* Real clock: pin the pool thread(s) and the harness to CPUs (the pinned
+   * control: attacker's thread on CPU 0, the harness on the last CPU). */
+  bool pin;
+  /* Real clock, quantized: the round-1 pool thread (reads its wake-up queue
+   * at every pass, no padded slot-start pass; agents/study.h), for the
+   * experiments that compare the two. */
+  bool round1;
 } lk_config;
 
 /* What one run gives: the attacker's trace (start times, ns from window 0,
@@ -111,6 +148,9 @@ typedef struct lk_trace {
    * have; NULL in virtual time. */
   uint8_t *excluded;
   uint32_t nexcluded;
+  /* S3: the true keystroke times (ns from window 0), for the interval error. */
+  uint64_t *keys;
+  size_t nkeys;
 } lk_trace;
 #define LK_HARNESS_LATE_NS 300000u
 void lk_trace_free(lk_trace *tr);
@@ -124,10 +164,10 @@ void lk_observe(lk_trace *tr, lk_attacker a);
 
 /* Virtual time (agents/study.h): exact and deterministic. 0 or PTS_E*. */
 int lk_run_virtual(const lk_config *c, lk_trace *out);
-/* Real clock: a one-thread pool (two threads for LK_SEPARATE) with the
- * attacker and the victim, the calling thread posting the victim's work at
- * window starts. S1 and S2 with any attacker; S3 is virtual-time only
- * (PTS_EINVAL: enough keystrokes take minutes of real time). */
+/* Real clock: a one-thread pool (two threads for LK_SEPARATE or
+ * victim_thread = 1) with the attacker and the victim, the calling thread
+ * posting the victim's work at window starts (S3: at keystroke times).
+ * Every secret and attacker (LK_INBOX: real clock only). */
 int lk_run_real(const lk_config *c, lk_trace *out);
 
 /* Costs in virtual time (20 us tasks): throughput loss with both agents
@@ -135,6 +175,10 @@ int lk_run_real(const lk_config *c, lk_trace *out);
  * uniform 10-30 ms gaps), and the victim's p99 start delay in the idle case (ns). */
 typedef struct lk_cost {
   double loss_busy, loss_idle, p99_ns;
+  /* Real clock: the same losses against the time the OS gave the pool
+   * thread(s) (CPU time + time parked by itself), not the wall clock: time
+   * preempted by other processes of a shared machine is left out. */
+  double loss_busy_os, loss_idle_os;
   double *lat_ns;
   size_t nlat;
 } lk_cost;
@@ -149,6 +193,17 @@ int lk_cost_real(int policy, uint64_t span_ns, lk_cost *out);
 typedef struct lk_result {
   double mi_plugin, mi_mm, floor95, bits, accuracy, fano_acc, h_secret;
   double bits_per_s, youden;
+  /* The bootstrap 95% interval of mi_mm (lk_mi_ci95, `shuffles` resamples). */
+  double ci_lo, ci_hi;
+  /* S3: keystroke times read from the trace (the start of each gap above
+   * the detection threshold), matched to the true ones within 5 ms: the
+   * share matched and the mean and median |error| of the intervals between
+   * consecutive matched keystrokes (ms; -1 with fewer than two). */
+  double s3_matched, s3_interval_err_ms, s3_interval_err_median_ms;
+  /* The same with every true time moved 50 ms on (between keystrokes): what
+   * matching alone gives when the trace says nothing. */
+  double s3_interval_err_chance_ms;
+  uint32_t used; /* windows in the analysis (not left out) */
   int bins;
   bool detected;
 } lk_result;

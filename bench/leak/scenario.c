@@ -11,11 +11,14 @@
 #define _GNU_SOURCE
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agents/study.h"
 #include "bench/leak/leak.h"
@@ -33,8 +36,22 @@ const char *lk_secret_name(lk_secret s) {
   return s == LK_S1 ? "s1" : s == LK_S2 ? "s2" : "s3";
 }
 const char *lk_attacker_name(lk_attacker a) {
-  static const char *const k[LK_ATTACKERS] = {"chain", "flood", "pairs", "counter"};
-  return (unsigned)a < LK_ATTACKERS ? k[a] : "unknown";
+  static const char *const k[LK_ATTACKERS + 1] = {"chain", "flood", "pairs", "counter", "inbox"};
+  return (unsigned)a <= LK_INBOX ? k[a] : "unknown";
+}
+double lk_load1(void) {
+  double l = -1;
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f != NULL) {
+    if (fscanf(f, "%lf", &l) != 1) l = -1;
+    fclose(f);
+  }
+  return l;
+}
+
+const char *lk_work_name(lk_work w) {
+  static const char *const k[] = {"spin", "none", "arith", "mem"};
+  return (unsigned)w <= LK_WORK_MEM ? k[w] : "unknown";
 }
 
 /* ---- the environment: clock and work ---- */
@@ -70,6 +87,7 @@ void lk_trace_free(lk_trace *tr) {
   free(tr->obs);
   free(tr->lat_ns);
   free(tr->excluded);
+  free(tr->keys);
   memset(tr, 0, sizeof *tr);
 }
 
@@ -84,6 +102,7 @@ typedef struct attacker {
   uint64_t task_ns;
   _Atomic bool stop;
   int pending; /* flood: tasks of the current batch not yet run */
+  pts_agent *self, *peer; /* inbox: the attacker's agent and the victim's */
 } attacker;
 
 #define FLOOD_BATCH 64
@@ -108,12 +127,27 @@ static void att_post(attacker *a, pts_task_fn fn, void *data, int prio) {
 static void att_task(void *data, int status);
 static void att_b(void *data, int status);
 
+/* The inbox attacker's round trip: the probe runs as a task of the victim's
+ * agent (on the victim's thread) and posts the attacker's next task back. */
+static pts_value inbox_reply(void *data, int status) {
+  att_task(data, status);
+  return pts_undefined();
+}
+static pts_value inbox_probe(void *data, int status) {
+  attacker *a = data;
+  if (status == 0) (void)pts_agent_post_task(a->self, NULL, inbox_reply, a, NULL, NULL, NULL);
+  return pts_undefined();
+}
+
 static void att_round(attacker *a) {
   if (atomic_load_explicit(&a->stop, memory_order_relaxed)) return;
   switch (a->kind) {
     case LK_FLOOD:
       a->pending = FLOOD_BATCH;
       for (int i = 0; i < FLOOD_BATCH; i++) att_post(a, att_task, a, PTS_PRIORITY_USER_VISIBLE);
+      break;
+    case LK_INBOX:
+      (void)pts_agent_post_task(a->peer, NULL, inbox_probe, a, NULL, NULL, NULL);
       break;
     case LK_PAIRS: /* a user-blocking probe and a background tail */
       att_post(a, att_task, a, PTS_PRIORITY_USER_BLOCKING);
@@ -157,7 +191,35 @@ typedef struct victim {
   uint64_t busy;
   uint64_t posted;       /* harness side */
   _Atomic uint64_t done; /* tasks started; read by the real-clock harness */
+  lk_work work;          /* real clock: what the task's time is spent on */
+  uint8_t *buf;          /* LK_WORK_MEM: VICTIM_BUF bytes */
 } victim;
+
+#define VICTIM_BUF (2u << 20)
+#define LINE 64u
+
+/* The victim's work of ns on the real clock, per lk_work (leak.h). */
+static void victim_work(victim *v, uint64_t ns) {
+  if (v->e != &real_env || v->work == LK_WORK_SPIN) {
+    v->e->work(ns);
+    return;
+  }
+  uint64_t end = mono_ns() + ns;
+  if (v->work == LK_WORK_ARITH) {
+    volatile uint64_t sink;
+    uint64_t x = ns | 1;
+    do {
+      for (int i = 0; i < 256; i++) x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      sink = x;
+    } while (mono_ns() < end);
+    (void)sink;
+  } else if (v->work == LK_WORK_MEM && v->buf != NULL) {
+    size_t off = 0;
+    do {
+      for (int i = 0; i < 64; i++, off = (off + LINE) % VICTIM_BUF) v->buf[off]++;
+    } while (mono_ns() < end);
+  }
+}
 
 static void victim_task(void *data, int status) {
   vtask *t = data;
@@ -168,7 +230,7 @@ static void victim_task(void *data, int status) {
       v->tr->lat_ns[v->tr->nlat++] = (double)(s - t->posted);
     /* Relaxed: a count the harness snapshots; the drain orders the rest. */
     atomic_fetch_add_explicit(&v->done, 1, memory_order_relaxed);
-    v->e->work(t->work);
+    victim_work(v, t->work);
     v->busy += t->work;
   }
   free(t);
@@ -220,6 +282,12 @@ static int plan_make(const lk_config *c, lk_trace *tr, plan *p) {
       p->bits[w] = c->bits ? c->bits[w] : (uint8_t)(rng_next(&s) & 1);
   }
   memcpy(tr->secret, p->bits, c->windows);
+  if (p->nk > 0) {
+    tr->keys = malloc(p->nk * sizeof *tr->keys);
+    if (tr->keys == NULL) return PTS_ENOMEM;
+    memcpy(tr->keys, p->kt, p->nk * sizeof *tr->keys);
+    tr->nkeys = p->nk;
+  }
   return 0;
 }
 
@@ -299,7 +367,8 @@ static uint64_t wrun_event(void *ctx, uint64_t now) {
 }
 
 int lk_run_virtual(const lk_config *c, lk_trace *tr) {
-  if (c == NULL || tr == NULL || c->windows == 0 || (unsigned)c->policy >= LK_POLICIES)
+  if (c == NULL || tr == NULL || c->windows == 0 || (unsigned)c->policy >= LK_POLICIES ||
+      (unsigned)c->attacker >= LK_ATTACKERS)
     return PTS_EINVAL;
   int rc = trace_alloc(tr, c->windows, LK_WINDOW_NS / LK_ATTACK_TASK_NS + 8);
   vrun r;
@@ -414,6 +483,63 @@ out:
   free(cnt);
 }
 
+#define S3_MATCH_NS 5000000 /* a detection within 5 ms of a keystroke is it */
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* S3, Loophole's measure (Vila and Koepf 2017, section 5.3: the error of
+ * recovered inter-keystroke intervals): keystroke times read from the
+ * attacker's own trace (the start of each gap above thr, detections closer
+ * than 5 ms merged), each true keystroke (moved by shift) matched to the
+ * nearest detection within 5 ms; mean and median |error| of the intervals
+ * between consecutive matched keystrokes (ms, -1 with none). */
+static void s3_intervals(const lk_trace *tr, double thr, uint64_t shift, double *matched,
+                         double *mean_ms, double *median_ms) {
+  *matched = 0;
+  *mean_ms = *median_ms = -1;
+  if (tr->nkeys < 2 || tr->n < 2) return;
+  int64_t *det = malloc(tr->n * sizeof *det);
+  int64_t *m = malloc(tr->nkeys * sizeof *m);
+  double *err = malloc(tr->nkeys * sizeof *err);
+  size_t nd = 0, ne = 0, nm = 0;
+  if (det == NULL || m == NULL || err == NULL) goto out;
+  for (size_t i = 1; i < tr->n; i++) {
+    if (tr->t[i - 1] < 0) continue;
+    if ((double)(tr->t[i] - tr->t[i - 1]) <= thr) continue;
+    if (nd > 0 && tr->t[i - 1] - det[nd - 1] < S3_MATCH_NS) continue;
+    det[nd++] = tr->t[i - 1];
+  }
+  size_t j = 0;
+  for (size_t k = 0; k < tr->nkeys; k++) {
+    int64_t kt = (int64_t)(tr->keys[k] + shift), best = -1;
+    while (j < nd && det[j] < kt - S3_MATCH_NS) j++;
+    for (size_t q = j; q < nd && det[q] <= kt + S3_MATCH_NS; q++)
+      if (best < 0 || llabs(det[q] - kt) < llabs(det[best] - kt)) best = (int64_t)q;
+    m[k] = best < 0 ? INT64_MIN : det[best];
+    nm += best >= 0;
+  }
+  for (size_t k = 0; k + 1 < tr->nkeys; k++) {
+    if (m[k] == INT64_MIN || m[k + 1] == INT64_MIN) continue;
+    double d = (double)(m[k + 1] - m[k]) - (double)((int64_t)tr->keys[k + 1] - (int64_t)tr->keys[k]);
+    err[ne++] = fabs(d) / 1e6;
+  }
+  *matched = (double)nm / (double)tr->nkeys;
+  if (ne > 0) {
+    double sum = 0;
+    for (size_t k = 0; k < ne; k++) sum += err[k];
+    qsort(err, ne, sizeof *err, cmp_dbl);
+    *mean_ms = sum / (double)ne;
+    *median_ms = err[ne / 2];
+  }
+out:
+  free(det);
+  free(m);
+  free(err);
+}
+
 int lk_analyse(const lk_trace *tr, lk_secret s, int shuffles, uint64_t seed, lk_result *out) {
   size_t n = 0;
   int *x = malloc(tr->windows * sizeof *x), *y = malloc(tr->windows * sizeof *y);
@@ -444,6 +570,8 @@ int lk_analyse(const lk_trace *tr, lk_secret s, int shuffles, uint64_t seed, lk_
   out->mi_plugin = lk_mi(x, y, n, 2, ky, false);
   out->mi_mm = lk_mi(x, y, n, 2, ky, true);
   out->floor95 = lk_mi_floor(x, y, n, 2, ky, shuffles, seed);
+  lk_mi_ci95(x, y, n, 2, ky, shuffles, seed + 1, &out->ci_lo, &out->ci_hi);
+  out->used = (uint32_t)n;
   out->detected = out->mi_mm > out->floor95 && out->mi_mm > 0;
   /* The reported figure: corrected MI, 0 when not above the detection
    * limit (what chance alone gives at this N is not a leak we can claim),
@@ -453,7 +581,13 @@ int lk_analyse(const lk_trace *tr, lk_secret s, int shuffles, uint64_t seed, lk_
   out->accuracy = lk_classify(x, y, n, 2, ky);
   out->fano_acc = lk_fano_max_accuracy(out->h_secret, out->bits, 2);
   out->bits_per_s = out->bits * (1e9 / LK_WINDOW_NS);
-  if (s == LK_S3) out->youden = lk_youden(tr->obs, tr->secret, tr->windows);
+  if (s == LK_S3) {
+    out->youden = lk_youden(tr->obs, tr->secret, tr->windows);
+    double thr = lk_youden_threshold(tr->obs, tr->secret, tr->windows), dummy, med;
+    s3_intervals(tr, thr, 0, &out->s3_matched, &out->s3_interval_err_ms,
+                 &out->s3_interval_err_median_ms);
+    s3_intervals(tr, thr, 50000000u, &dummy, &out->s3_interval_err_chance_ms, &med);
+  }
   free(x);
   free(y);
   free(obs);
@@ -527,7 +661,7 @@ int lk_cost_virtual(int policy, uint64_t span_ns, lk_cost *out) {
     memset(&tr, 0, sizeof tr);
     tr.caplat = (span_ns + warm) / (IDLE_PERIOD_NS / 2) + 16;
     tr.lat_ns = malloc(tr.caplat * sizeof *tr.lat_ns);
-    idle_ev ev = {{&virt_env, &tr, 0, 0, 0}, cv.s, 1};
+    idle_ev ev = {{&virt_env, &tr, 0, 0, 0, LK_WORK_SPIN, NULL}, cv.s, 1};
     chain_task(&ca, 0);
     if (scen == 0) chain_task(&cv, 0);
     else pts__vthread_set_events(vth, idle_event, &ev);
@@ -563,16 +697,32 @@ int lk_cost_virtual(int policy, uint64_t span_ns, lk_cost *out) {
 typedef struct rctx {
   attacker a;
   pts_agent *agent;
+  int pin_cpu; /* -1: leave the pool thread's affinity alone */
 } rctx;
+
+/* The pinned control: the calling thread on one CPU (best effort). */
+static void pin_self(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
 
 /* The chain's first task, posted from the harness: on the attacker's own
  * thread it finds its scheduler and starts the chain. */
 static pts_value real_kick(void *data, int status) {
   rctx *r = data;
   if (status == 0) {
+    if (r->pin_cpu >= 0) pin_self(r->pin_cpu);
     r->a.sched = pts_global_scheduler(pts_loop_default_global(pts_agent_loop(r->agent)));
     att_round(&r->a);
   }
+  return pts_undefined();
+}
+
+/* The pinned control with two pool threads: the victim's thread pins itself. */
+static pts_value real_pin(void *data, int status) {
+  if (status == 0) pin_self(*(const int *)data);
   return pts_undefined();
 }
 
@@ -587,38 +737,76 @@ static void sleep_until(uint64_t t) {
   }
 }
 
+/* Posts one victim task of `work` ns at priority prio (the harness side). */
+static int real_post(victim *v, pts_agent *va, uint64_t work, int prio, bool measure) {
+  vtask *t = malloc(sizeof *t);
+  if (t == NULL) return PTS_ENOMEM;
+  *t = (vtask){v, mono_ns(), work, measure};
+  pts_agent_post_options o = PTS_AGENT_POST_OPTIONS_INIT;
+  o.priority = prio;
+  if (pts_agent_post_task(va, &o, real_victim, t, NULL, NULL, NULL) != 0)
+    free(t);
+  else
+    v->posted++;
+  return 0;
+}
+
+/* A late post acts in the wrong window (and may spill into the next): both
+ * leave the analysis. */
+static void real_late(lk_trace *tr, uint64_t t0, uint64_t at) {
+  if (mono_ns() - at <= LK_HARNESS_LATE_NS) return;
+  uint64_t w = (at - t0) / LK_WINDOW_NS;
+  for (uint64_t k = w; k < w + 2 && k < tr->windows; k++) tr->excluded[k] = 1;
+}
+
 int lk_run_real(const lk_config *c, lk_trace *tr) {
   if (c == NULL || tr == NULL || c->windows == 0 || (unsigned)c->policy >= LK_POLICIES ||
-      (unsigned)c->attacker >= LK_ATTACKERS || c->secret == LK_S3)
+      (unsigned)c->attacker > LK_INBOX || (unsigned)c->secret > LK_S3 ||
+      (unsigned)c->work > LK_WORK_MEM)
     return PTS_EINVAL;
   int rc = trace_alloc(tr, c->windows, LK_WINDOW_NS / 2000 + 8);
   plan p;
   memset(&p, 0, sizeof p);
   if (rc == 0) rc = plan_make(c, tr, &p);
-  bool sep = c->policy == LK_SEPARATE;
+  bool sep = c->policy == LK_SEPARATE, two = sep || c->victim_thread == 1;
   pts_pool *pool = NULL;
-  pts_pool_options po = {sep ? 2u : 1u, sep ? PTS_POLICY_ROUND_ROBIN : (pts_policy)c->policy,
+  pts_pool_options po = {two ? 2u : 1u, sep ? PTS_POLICY_ROUND_ROBIN : (pts_policy)c->policy,
                          c->seed, 0, false};
-  if (rc == 0) rc = pts__pool_new_ext(&po, NULL, &pool);
+  pts__quant_options q = {0, 0, 0, 0, c->round1};
+  if (rc == 0) rc = pts__pool_new_ext(&po, &q, &pool);
   pts_agent *aa = NULL, *va = NULL;
   pts_agent_options ao = PTS_AGENT_OPTIONS_INIT;
   ao.origin = "attacker";
   ao.thread = 0;
   if (rc == 0) rc = pts_agent_new(pool, &ao, &aa);
   ao.origin = "victim";
-  ao.thread = sep ? 1 : 0;
+  ao.thread = two ? 1 : 0;
   if (rc == 0) rc = pts_agent_new(pool, &ao, &va);
   /* Reached by the pool threads until the drains below return. */
   rctx *r = calloc(1, sizeof *r);
   victim *v = calloc(1, sizeof *v);
-  if (rc == 0 && (r == NULL || v == NULL)) rc = PTS_ENOMEM;
+  uint8_t *buf = c->work == LK_WORK_MEM ? calloc(VICTIM_BUF, 1) : NULL;
+  if (rc == 0 && (r == NULL || v == NULL || (c->work == LK_WORK_MEM && buf == NULL)))
+    rc = PTS_ENOMEM;
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  bool pin = c->pin && ncpu >= 2;
+  cpu_set_t saved;
+  bool restore = pin && pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) == 0;
+  static const int victim_cpu_one = 1;
   if (rc == 0) {
-    *v = (victim){&real_env, tr, 0, 0, 0};
+    *v = (victim){&real_env, tr, 0, 0, 0, c->work, buf};
     r->agent = aa;
+    r->pin_cpu = pin ? 0 : -1;
     r->a.e = &real_env;
     r->a.kind = c->attacker;
     r->a.tr = tr;
     r->a.task_ns = LK_ATTACK_TASK_NS;
+    r->a.self = aa;
+    r->a.peer = va;
+    if (pin) {
+      pin_self((int)ncpu - 1);
+      if (two) (void)pts_agent_post_task(va, NULL, real_pin, (void *)&victim_cpu_one, NULL, NULL, NULL);
+    }
     uint64_t t0 = mono_ns() + (c->warmup_ns ? c->warmup_ns : 50000000u);
     t0 -= t0 % LK_COUNTER_TICK_NS; /* windows start on a tick of the coarse clock */
     r->a.origin = t0;
@@ -628,28 +816,25 @@ int lk_run_real(const lk_config *c, lk_trace *tr) {
     /* The harness must post on time: no timer slack while it runs. */
     int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
     (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-    for (uint32_t w = 0; w < c->windows && rc == 0; w++) {
-      uint64_t at = t0 + (uint64_t)w * LK_WINDOW_NS;
-      sleep_until(at);
-      /* A late post acts in the wrong window (and may spill into the next):
-       * both leave the analysis. */
-      if (mono_ns() - at > LK_HARNESS_LATE_NS) {
-        for (uint32_t k = w; k < w + 2 && k < c->windows; k++) tr->excluded[k] = 1;
+    if (c->secret == LK_S3) {
+      /* Keystrokes: a burst at each keystroke time. */
+      for (size_t k = 0; k < p.nk && rc == 0; k++) {
+        uint64_t at = t0 + p.kt[k];
+        sleep_until(at);
+        real_late(tr, t0, at);
+        for (int i = 0; i < LK_BURST_TASKS && rc == 0; i++)
+          rc = real_post(v, va, LK_BURST_TASK_NS, PTS_PRIORITY_USER_BLOCKING, true);
       }
-      uint8_t b = p.bits[w];
-      if (c->secret == LK_S1 && !b) continue;
-      vtask *t = malloc(sizeof *t);
-      if (t == NULL) {
-        rc = PTS_ENOMEM;
-        break;
+    } else {
+      for (uint32_t w = 0; w < c->windows && rc == 0; w++) {
+        uint64_t at = t0 + (uint64_t)w * LK_WINDOW_NS;
+        sleep_until(at);
+        real_late(tr, t0, at);
+        uint8_t b = p.bits[w];
+        if (c->secret == LK_S1 && !b) continue;
+        rc = real_post(v, va, LK_VICTIM_TASK_NS,
+                       b ? PTS_PRIORITY_USER_BLOCKING : PTS_PRIORITY_BACKGROUND, b != 0);
       }
-      *t = (vtask){v, mono_ns(), LK_VICTIM_TASK_NS, b != 0};
-      pts_agent_post_options o = PTS_AGENT_POST_OPTIONS_INIT;
-      o.priority = b ? PTS_PRIORITY_USER_BLOCKING : PTS_PRIORITY_BACKGROUND;
-      if (pts_agent_post_task(va, &o, real_victim, t, NULL, NULL, NULL) != 0)
-        free(t);
-      else
-        v->posted++;
     }
     if (slack > 0) (void)prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
     for (uint32_t w = 0; tr->excluded != NULL && w < c->windows; w++) tr->nexcluded += tr->excluded[w];
@@ -659,16 +844,19 @@ int lk_run_real(const lk_config *c, lk_trace *tr) {
     tr->victim_done = atomic_load_explicit(&v->done, memory_order_relaxed);
     (void)pts_agent_drain(aa);
     (void)pts_agent_drain(va); /* a starved backlog (strict, S2) runs now */
+    (void)pts_agent_drain(aa); /* inbox: the last probe's reply */
     pts_agent_stats st;
     if (pts_agent_get_stats(aa, &st) == 0) tr->attacker_busy_ns = st.cpu_ns;
     tr->victim_busy_ns = v->busy;
     tr->elapsed_ns = (uint64_t)c->windows * LK_WINDOW_NS;
   }
   if (pool) pts_pool_shutdown(pool);
+  if (restore) (void)pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
   pts_agent_unref(aa);
   pts_agent_unref(va);
   free(r);
   free(v);
+  free(buf);
   plan_free(&p);
   if (rc == 0) lk_observe(tr, c->attacker);
   return rc;
@@ -707,6 +895,33 @@ static pts_value rchain_kick(void *data, int status) {
   return pts_undefined();
 }
 
+/* Load-robust capacity (round 2): the time the OS gave a pool thread, its
+ * CPU time plus the time it parked by itself (pts_thread_stats.idle_ns);
+ * time it was runnable but preempted by other processes (the machine is
+ * shared) is not the policy's loss. The thread's id comes from a task
+ * that runs on it. */
+typedef struct who {
+  pthread_t th;
+  _Atomic bool known;
+} who;
+static pts_value real_who(void *data, int status) {
+  who *x = data;
+  if (status == 0) {
+    x->th = pthread_self();
+    atomic_store(&x->known, true);
+  }
+  return pts_undefined();
+}
+static uint64_t os_time(pts_pool *pool, unsigned thread, who *x) {
+  clockid_t clk;
+  struct timespec ts;
+  pts_thread_stats st;
+  if (!atomic_load(&x->known) || pthread_getcpuclockid(x->th, &clk) != 0 ||
+      clock_gettime(clk, &ts) != 0 || pts_pool_get_thread_stats(pool, thread, &st) != 0)
+    return 0;
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + st.idle_ns;
+}
+
 int lk_cost_real(int policy, uint64_t span_ns, lk_cost *out) {
   if (out == NULL || (unsigned)policy >= LK_POLICIES) return PTS_EINVAL;
   memset(out, 0, sizeof *out);
@@ -726,14 +941,17 @@ int lk_cost_real(int policy, uint64_t span_ns, lk_cost *out) {
     }
     rchain *c = calloc(2, sizeof *c);
     victim *v = calloc(1, sizeof *v);
+    who *wh = calloc(2, sizeof *wh);
     lk_trace tr;
     memset(&tr, 0, sizeof tr);
     uint64_t warm = policy == PTS__POLICY_QUANTIZED && scen == 1 ? 1100000000u : 50000000u;
     tr.caplat = (span_ns + warm) / (IDLE_PERIOD_NS / 2) + 16;
     tr.lat_ns = malloc(tr.caplat * sizeof *tr.lat_ns);
-    if (rc == 0 && (c == NULL || v == NULL || tr.lat_ns == NULL)) rc = PTS_ENOMEM;
+    if (rc == 0 && (c == NULL || v == NULL || wh == NULL || tr.lat_ns == NULL)) rc = PTS_ENOMEM;
     if (rc == 0) {
-      *v = (victim){&real_env, &tr, 0, 0, 0};
+      *v = (victim){&real_env, &tr, 0, 0, 0, LK_WORK_SPIN, NULL};
+      for (int i = 0; i < (sep ? 2 : 1) && rc == 0; i++)
+        rc = pts_agent_post_task(ag[i], NULL, real_who, &wh[i], NULL, NULL, NULL);
       for (int i = 0; i < (scen == 0 ? 2 : 1) && rc == 0; i++) {
         c[i].agent = ag[i];
         rc = pts_agent_post_task(ag[i], NULL, rchain_kick, &c[i], NULL, NULL, NULL);
@@ -743,7 +961,7 @@ int lk_cost_real(int policy, uint64_t span_ns, lk_cost *out) {
        * spoils one part, not the figure. */
       uint64_t start = mono_ns(), t0 = start + warm, part = span_ns / COST_PARTS;
       uint64_t t1 = t0 + part * COST_PARTS, rng = 1;
-      uint64_t snap[COST_PARTS + 1][3];
+      uint64_t snap[COST_PARTS + 1][4];
       int m = 0; /* next snapshot */
       for (uint64_t at = start; rc == 0; at += scen == 1 ? idle_gap(&rng) : part) {
         for (; m <= COST_PARTS && at >= t0 + (uint64_t)m * part; m++) {
@@ -751,6 +969,7 @@ int lk_cost_real(int policy, uint64_t span_ns, lk_cost *out) {
           snap[m][0] = atomic_load(&c[0].done);
           snap[m][1] = atomic_load(&c[1].done);
           snap[m][2] = atomic_load(&v->done);
+          snap[m][3] = os_time(pool, 0, &wh[0]) + (sep && scen == 0 ? os_time(pool, 1, &wh[1]) : 0);
         }
         if (at >= t1) break;
         sleep_until(at);
@@ -767,19 +986,25 @@ int lk_cost_real(int policy, uint64_t span_ns, lk_cost *out) {
       }
       for (int i = 0; i < 2; i++) atomic_store(&c[i].stop, true);
       for (int i = 0; i < 2; i++) (void)pts_agent_drain(ag[i]);
-      double loss[COST_PARTS];
+      double loss[COST_PARTS], los[COST_PARTS];
       for (int k = 0; k < COST_PARTS && rc == 0; k++) {
         double aw = (double)(snap[k + 1][0] - snap[k][0]) * COST_TASK_NS;
         double vw = (double)(snap[k + 1][1] - snap[k][1]) * COST_TASK_NS;
         double vb = (double)(snap[k + 1][2] - snap[k][2]) * LK_VICTIM_TASK_NS;
-        if (scen == 0)
+        double cap = (double)(snap[k + 1][3] - snap[k][3]); /* the OS's time, see os_time */
+        if (scen == 0) {
           loss[k] = sep ? 1 - (aw + vw) / (2.0 * part) : 1 - (aw + vw) / part;
-        else
+          los[k] = cap > 0 ? 1 - (aw + vw) / cap : loss[k];
+        } else {
           loss[k] = sep ? 1 - aw / part : 1 - aw / ((double)part - vb);
+          los[k] = cap > 0 ? (sep ? 1 - aw / cap : 1 - aw / (cap - vb)) : loss[k];
+        }
       }
       if (rc == 0) {
         qsort(loss, COST_PARTS, sizeof *loss, cmp_d);
+        qsort(los, COST_PARTS, sizeof *los, cmp_d);
         *(scen == 0 ? &out->loss_busy : &out->loss_idle) = loss[COST_PARTS / 2];
+        *(scen == 0 ? &out->loss_busy_os : &out->loss_idle_os) = los[COST_PARTS / 2];
       }
       if (scen == 1) {
         qsort(tr.lat_ns, tr.nlat, sizeof *tr.lat_ns, cmp_d);
@@ -790,6 +1015,7 @@ int lk_cost_real(int policy, uint64_t span_ns, lk_cost *out) {
     for (int i = 0; i < 2; i++) pts_agent_unref(ag[i]);
     free(c);
     free(v);
+    free(wh);
     free(tr.lat_ns);
   }
   return rc;

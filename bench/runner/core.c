@@ -265,6 +265,8 @@ int rb_parse_options(int argc, char *const *argv, rb_options *out, char *err,
       out->out = val;
     } else if (strcmp(a, "--quick") == 0) {
       out->quick = true;
+    } else if (strcmp(a, "--long") == 0) {
+      out->long_run = true;
     } else if (strcmp(a, "--list") == 0) {
       out->list = true;
     } else if (strcmp(a, "--no-plots") == 0) {

@@ -101,6 +101,7 @@ int rb_suite_index(const char *name);
 typedef struct rb_options {
   bool suites[RB_MAX_SUITES]; /* which suites to run (all by default) */
   bool quick;                 /* --quick: CI smoke, a few seconds */
+  bool long_run;              /* --long: the leak suite's long mode (minutes) */
   int runs;                   /* --runs N: measured runs after one warm-up */
   const char *out;            /* --out DIR, or NULL for the default */
   bool list;                  /* --list: print the suites and exit */
@@ -114,7 +115,7 @@ typedef struct rb_options {
 #define RB_MAX_RUNS 1000
 
 /* Parses argv[1..argc). Accepts --suite A[,B...] (repeatable; also
- * --suite=A), --quick, --runs N (1..RB_MAX_RUNS), --out DIR, --list,
+ * --suite=A), --quick, --long, --runs N (1..RB_MAX_RUNS), --out DIR, --list,
  * --no-plots, --help/-h. Returns 0, or -1 with a sentence in err. Strings in
  * out point into argv. */
 int rb_parse_options(int argc, char *const *argv, rb_options *out, char *err,

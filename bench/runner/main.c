@@ -44,11 +44,12 @@ static const struct {
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: ptsched-bench [--suite NAME[,NAME...]] [--quick] [--runs N] [--out DIR]\n"
+          "usage: ptsched-bench [--suite NAME[,NAME...]] [--quick] [--long] [--runs N] [--out DIR]\n"
           "                     [--no-plots] [--list] [--help]\n"
           "  (no arguments)  every suite, briefly: about a minute\n"
           "  --suite LIST    only these suites (see --list); repeatable\n"
           "  --quick         CI smoke: small batches, %d runs, a few seconds per suite\n"
+          "  --long          leak suite: the long mode (20,000-window real traces, ~10 min)\n"
           "  --runs N        measured runs per figure after one discarded warm-up (default %d)\n"
           "  --out DIR       output folder (default out/bench-<UTC time> in the workspace)\n"
           "  --no-plots      do not run gnuplot\n"

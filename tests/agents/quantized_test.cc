@@ -353,8 +353,17 @@ pts_value b_task(void *, int status) {
   return pts_undefined();
 }
 
+// Waits until a tenth into the first even slot (agent 0's, with two slots
+// per frame) at least `ahead` slots on; returns its number.
+uint64_t wait_even_slot(uint64_t origin, uint64_t slot, uint64_t ahead) {
+  uint64_t k = (mono() - origin) / slot + ahead;
+  if (k % 2 == 1) k++;
+  while (mono() < origin + k * slot + slot / 10) spin(std::min<uint64_t>(slot / 20, 1000000));
+  return k;
+}
+
 TEST(Quantized, RealClockCommandsWaitForTheirAgentsSlot) {
-  pts__quant_options q = {100000000, 2, 0};
+  pts__quant_options q = {100000000, 2, 0, 0, false};
   RealTwo two(&q);
   auto &a = two.a;
   pts_pool *p = two.p;
@@ -369,9 +378,7 @@ TEST(Quantized, RealClockCommandsWaitForTheirAgentsSlot) {
   // Early in one of agent 0's slots (a retry if the machine stalled us).
   bool checked = false;
   for (int attempt = 0; attempt < 5 && !checked; attempt++) {
-    uint64_t k = slot_of(mono()) + 1;
-    if (k % 2 == 1) k++;
-    while (mono() < origin + k * slot + slot / 10) spin(1000000);
+    uint64_t k = wait_even_slot(origin, slot, 1);
     b_started = 0;
     uint64_t posted = mono();
     ASSERT_EQ(pts_agent_post_task(a[1], nullptr, b_task, nullptr, nullptr, nullptr, nullptr), 0);
@@ -386,6 +393,132 @@ TEST(Quantized, RealClockCommandsWaitForTheirAgentsSlot) {
     EXPECT_EQ(b_started.load() ? slot_of(b_started.load()) : 0, k + 1);
   }
   EXPECT_TRUE(checked);
+}
+
+
+// Round 2 (study.h, the padded pass): while the slot's owner has work, the
+// pool thread leaves the wake-up queue alone and reads it at the first pass
+// of each slot. Slots of 20 ms, two per frame; agent 0 (even slots) runs a
+// chain of 5 us tasks that stays ready; a task posted to idle agent 1 early
+// in agent 0's slot leaves agent 1's wake-up node on the queue for the rest
+// of the slot (round 1 popped it within a step, in agent 0's time), and the
+// task runs in agent 1's slot. Fails if quant_hold never holds.
+std::atomic<uint64_t> c_started{0};
+pts_value c_task(void *, int status) {
+  if (status == 0) c_started.store(mono());
+  return pts_undefined();
+}
+
+// A chain that stays ready: each task posts the next one on its own loop's
+// scheduler (not through the inbox, which would leave the agent idle
+// between steps); `record` keeps its start times.
+struct LocalChain {
+  pts_agent *agent;
+  pts_scheduler *s;
+  std::atomic<bool> stop{false};
+  std::vector<uint64_t> *record;
+};
+void local_step(void *d, int status) {
+  auto *c = static_cast<LocalChain *>(d);
+  if (status != 0 || c->stop.load()) return;
+  if (c->record != nullptr) c->record->push_back(mono());
+  spin(5000);
+  pts_post_options o = PTS_POST_OPTIONS_INIT;
+  (void)pts_scheduler_post(c->s, local_step, c, &o);
+}
+pts_value local_kick(void *d, int status) {
+  auto *c = static_cast<LocalChain *>(d);
+  if (status == 0) {
+    c->s = pts_global_scheduler(pts_loop_default_global(pts_agent_loop(c->agent)));
+    local_step(c, 0);
+  }
+  return pts_undefined();
+}
+
+TEST(Quantized, RealClockAnotherAgentsWakeUpWaitsForASlotStart) {
+  pts__quant_options q = {20000000, 2, 0, 0, false};
+  RealTwo two(&q);
+  auto &a = two.a;
+  pts_thread_stats ts{};
+  for (int i = 0; i < 1000 && ts.agents < 2; i++) {
+    ASSERT_EQ(pts_pool_get_thread_stats(two.p, 0, &ts), 0);
+    spin(1000000);
+  }
+  ASSERT_EQ(ts.agents, 2u);
+  const uint64_t origin = ts.frame_origin_ns, slot = q.slot_ns;
+  auto slot_of = [&](uint64_t t) { return (t - origin) / slot; };
+  LocalChain chain;
+  chain.agent = a[0];
+  chain.record = nullptr;
+  ASSERT_EQ(pts_agent_post_task(a[0], nullptr, local_kick, &chain, nullptr, nullptr, nullptr), 0);
+  // Four posts, each early in one of agent 0's slots (a stalled one is
+  // left out): the node stays queued while agent 0 runs.
+  int valid = 0, popped = 0;
+  for (int attempt = 0; attempt < 12 && valid < 4; attempt++) {
+    uint64_t k = wait_even_slot(origin, slot, 2);
+    c_started = 0;
+    uint64_t posted = mono();
+    ASSERT_EQ(pts_agent_post_task(a[1], nullptr, c_task, nullptr, nullptr, nullptr, nullptr), 0);
+    spin(slot / 4);
+    bool pending = pts__agent_signal_pending(a[1]);
+    uint64_t read = mono();
+    while (c_started.load() == 0) spin(100000);
+    if (slot_of(posted) != k || slot_of(read) != k) continue;  // stalled: again
+    valid++;
+    popped += !pending;
+    EXPECT_EQ(slot_of(c_started.load()), k + 1);
+  }
+  chain.stop = true;
+  ASSERT_EQ(pts_agent_drain(a[0]), 0);
+  EXPECT_GE(valid, 2) << "the machine stalled every attempt";
+  // A pool thread that reached the slot late (a loaded machine) does its
+  // slot-start pass after the post and pops the node rightly; round 1 pops
+  // every one.
+  EXPECT_LE(popped * 2, valid) << popped << " of " << valid << " popped in the owner's busy slot";
+}
+
+// The slot-start pass has a fixed length (pad_ns), whatever it found to do:
+// an agent alone on its thread (every slot its own) running 5 us tasks back
+// to back sees, at each slot boundary, a gap of at least the pad. Slots of
+// 2 ms, a pad of 300 us (the default is 2 us; large here so the gap stands
+// out from preemption). Fails if the pad is removed.
+TEST(Quantized, RealClockEachSlotStartsWithAPassOfFixedLength) {
+  pts__quant_options q = {2000000, 4, 0, 300000, false};
+  pts_pool_options o = {1, static_cast<pts_policy>(PTS__POLICY_QUANTIZED), 0, 0, false};
+  pts_pool *p = nullptr;
+  ASSERT_EQ(pts__pool_new_ext(&o, &q, &p), 0);
+  pts_agent *ag = nullptr;
+  pts_agent_options ao = PTS_AGENT_OPTIONS_INIT;
+  ao.thread = 0;
+  ASSERT_EQ(pts_agent_new(p, &ao, &ag), 0);
+  std::vector<uint64_t> starts;
+  starts.reserve(200000);
+  LocalChain c;
+  c.agent = ag;
+  c.record = &starts;
+  ASSERT_EQ(pts_agent_post_task(ag, nullptr, local_kick, &c, nullptr, nullptr, nullptr), 0);
+  struct timespec nap = {0, 200000000};  // 100 slots; asleep, so the pool thread has a CPU
+  nanosleep(&nap, nullptr);
+  c.stop = true;
+  ASSERT_EQ(pts_agent_drain(ag), 0);
+  pts_thread_stats ts{};
+  ASSERT_EQ(pts_pool_get_thread_stats(p, 0, &ts), 0);
+  const uint64_t origin = ts.frame_origin_ns, slot = q.slot_ns;
+  EXPECT_EQ(pts_pool_shutdown(p), 0);
+  pts_agent_unref(ag);
+  ASSERT_GT(starts.size(), 100u);
+  // Each boundary the chain crossed: the gap across it, or the next one (a
+  // step the pool thread began just before the boundary reads the clock
+  // just after it, and the pass then comes after that step).
+  size_t crossed = 0, padded = 0;
+  for (size_t i = 1; i + 1 < starts.size(); i++) {
+    if (starts[i - 1] < origin) continue;
+    if ((starts[i] - origin) / slot == (starts[i - 1] - origin) / slot) continue;
+    crossed++;
+    padded += starts[i] - starts[i - 1] >= q.pad_ns || starts[i + 1] - starts[i] >= q.pad_ns;
+  }
+  ASSERT_GT(crossed, 20u);
+  EXPECT_GE(padded * 10, crossed * 9) << padded << " of " << crossed << " slot starts padded";
 }
 
 }  // namespace

@@ -139,4 +139,87 @@ TEST(Estimators, AnalysisLeavesOutExcludedWindows) {
   EXPECT_EQ(lk_analyse(&tr, LK_S1, 20, 3, &with), PTS_EINVAL);
 }
 
+
+// The bootstrap interval: around a full bit it is narrow and holds the
+// estimate; for independent data it holds the (near 0) estimate and its
+// upper end stays small at this N; it is seeded (same seed, same interval).
+TEST(Estimators, BootstrapIntervalBracketsTheEstimate) {
+  auto x = bits(4000, 11);
+  double lo = 0, hi = 0;
+  lk_mi_ci95(x.data(), x.data(), x.size(), 2, 2, 200, 1, &lo, &hi);
+  double mi = lk_mi(x.data(), x.data(), x.size(), 2, 2, true);
+  EXPECT_LE(lo, mi);
+  EXPECT_GE(hi, mi - 1e-3);
+  EXPECT_GT(lo, 0.98);
+  auto y = bits(4000, 12);
+  std::vector<int> y4(4000);
+  auto z = bits(4000, 13);
+  for (size_t i = 0; i < y4.size(); i++) y4[i] = y[i] * 2 + z[i];
+  lk_mi_ci95(x.data(), y4.data(), x.size(), 2, 4, 200, 2, &lo, &hi);
+  double mm = lk_mi(x.data(), y4.data(), x.size(), 2, 4, true);
+  EXPECT_LT(lo, hi);
+  EXPECT_LE(lo, mm + 1e-3);
+  EXPECT_GT(hi, mm);
+  EXPECT_LT(hi, 0.005);
+  double lo2 = 0, hi2 = 0;
+  lk_mi_ci95(x.data(), y4.data(), x.size(), 2, 4, 200, 2, &lo2, &hi2);
+  EXPECT_EQ(lo, lo2);
+  EXPECT_EQ(hi, hi2);
+  // A partial leak (the observation equals the secret 3 times in 4): the
+  // interval holds the estimate and lies around the true MI, 1 - h2(1/4) =
+  // 0.1887 bit, with a width of a few hundredths at N = 4000.
+  std::vector<int> w(4000);
+  for (size_t i = 0; i < w.size(); i++) w[i] = (y[i] && z[i]) ? 1 - x[i] : x[i];
+  lk_mi_ci95(x.data(), w.data(), x.size(), 2, 2, 400, 3, &lo, &hi);
+  double part = lk_mi(x.data(), w.data(), x.size(), 2, 2, true);
+  EXPECT_LT(lo, part);
+  EXPECT_GT(hi, part);
+  EXPECT_NEAR((lo + hi) / 2, 1 - lk_h2(0.25), 0.03);
+  EXPECT_GT(hi - lo, 0.01);
+  EXPECT_LT(hi - lo, 0.06);
+}
+
+// S3's interval error from a synthetic trace: an attacker that starts every
+// 10 us except for a 450 us gap beginning 3 us before each keystroke reads
+// the intervals exactly, detects every keystroke, and does no better than
+// chance once the true times are moved off the keystrokes.
+TEST(Estimators, KeystrokeIntervalsReadFromGaps) {
+  const uint32_t windows = 3000;
+  std::vector<uint64_t> keys = {150000000, 400000000, 620000000, 900000000,
+                                1130000000, 1400000000, 1690000000, 2000000000,
+                                2250000000, 2560000000, 2800000000};
+  std::vector<int64_t> t;
+  std::vector<uint8_t> kind;
+  size_t k = 0;
+  for (int64_t now = 0; now < static_cast<int64_t>(windows) * 1000000;) {
+    t.push_back(now);
+    kind.push_back(0);
+    if (k < keys.size() && now + 10000 > static_cast<int64_t>(keys[k]) - 3000) {
+      now = static_cast<int64_t>(keys[k]) - 3000 + 450000;
+      k++;
+    } else {
+      now += 10000;
+    }
+  }
+  std::vector<uint8_t> secret(windows, 0);
+  for (auto kt : keys) secret[kt / 1000000] = 1;
+  std::vector<double> obs(windows, 0);
+  lk_trace tr{};
+  tr.n = tr.cap = t.size();
+  tr.t = t.data();
+  tr.kind = kind.data();
+  tr.windows = windows;
+  tr.secret = secret.data();
+  tr.obs = obs.data();
+  tr.keys = keys.data();
+  tr.nkeys = keys.size();
+  lk_observe(&tr, LK_CHAIN);
+  lk_result r{};
+  ASSERT_EQ(lk_analyse(&tr, LK_S3, 0, 1, &r), 0);
+  EXPECT_DOUBLE_EQ(r.s3_matched, 1.0);
+  EXPECT_LT(r.s3_interval_err_ms, 0.02);
+  EXPECT_LT(r.s3_interval_err_median_ms, 0.02);
+  EXPECT_EQ(r.s3_interval_err_chance_ms, -1.0);  // nothing within 5 ms of a moved time
+}
+
 }  // namespace

@@ -97,4 +97,38 @@ TEST(Deterministic, SameInputsSameTrace) {
   EXPECT_TRUE(same_trace(x.tr, y.tr));
 }
 
+
+// Round 2 on the real clock, smoke-sized (timing is not asserted, only that
+// the harness runs what it says): the inbox attacker's round trips go
+// through the victim's agent on another pool thread; S3 posts keystroke
+// bursts; the victim on a second pool thread is placed there. The inbox
+// attacker exists on the real clock only.
+TEST(RealClock, InboxAttackerTwoThreadsAndKeystrokesRun) {
+  lk_config c{};
+  c.policy = PTS_POLICY_STRICT;
+  c.secret = LK_S1;
+  c.attacker = LK_INBOX;
+  c.windows = 200;
+  c.seed = 3;
+  c.victim_thread = 1;
+  Trace x;
+  ASSERT_EQ(lk_run_real(&c, &x.tr), 0);
+  EXPECT_GT(x.tr.n, 100u) << "round trips";
+  EXPECT_GT(x.tr.victim_posted, 50u);
+  EXPECT_GT(x.tr.victim_done, 0u);
+  c.secret = LK_S3;
+  c.attacker = LK_CHAIN;
+  c.windows = 700;
+  c.victim_thread = 0;
+  Trace y;
+  ASSERT_EQ(lk_run_real(&c, &y.tr), 0);
+  EXPECT_GE(y.tr.nkeys, 2u);
+  EXPECT_EQ(y.tr.victim_posted, 3 * y.tr.nkeys);
+  lk_result r;
+  EXPECT_EQ(lk_analyse(&y.tr, LK_S3, 0, 1, &r), 0);
+  Trace z;
+  c.attacker = LK_INBOX;
+  EXPECT_EQ(lk_run_virtual(&c, &z.tr), PTS_EINVAL);
+}
+
 }  // namespace

@@ -277,6 +277,16 @@ TEST(RunnerOptions, QuickLowersDefaultRuns) {
   EXPECT_EQ(RB_QUICK_RUNS, o.runs);
 }
 
+TEST(RunnerOptions, LongIsTheLeakSuitesLongMode) {
+  Args a({"--suite", "leak", "--long"});
+  rb_options o;
+  char err[128];
+  ASSERT_EQ(0, rb_parse_options(a.argc(), a.argv(), &o, err, sizeof err));
+  EXPECT_TRUE(o.long_run);
+  EXPECT_FALSE(o.quick);
+  EXPECT_EQ(RB_DEFAULT_RUNS, o.runs);
+}
+
 TEST(RunnerOptions, ListHelpNoPlots) {
   Args a({"--list", "--no-plots", "-h"});
   rb_options o;
