@@ -504,48 +504,47 @@ void add_two_listeners(void *data, int status) {
   EXPECT_EQ(0, pts_signal_add_listener(s, l->type, log_and_queue, &second_listener, false));
 }
 
-// A remote controller on a fresh agent, with two listeners of this type on
-// its signal (added by a task on the agent's thread).
-void ArmRemoteListeners(pts_agent *a, ListenLog *l, pts_event_type type) {
-  l->loop = pts_agent_loop(a);
-  l->type = type;
-  ASSERT_EQ(0, pts_remote_controller_new_async(a, PTS_PRIORITY_USER_VISIBLE, &l->rc));
-  ASSERT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_GENERIC, add_two_listeners, l));
+// On a fresh agent alone on a 1-thread pool: a remote controller with two
+// listeners of this type on its signal (added by a task on the agent's
+// thread), then op(rc, done) from this thread; each listener's microtask
+// must run before the next listener.
+void ExpectEachRemoteListenerChecked(
+    pts_pool *p, pts_event_type type,
+    const std::function<int(pts_remote_controller *, DoneCount *)> &op) {
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ListenLog l;
+  l.loop = pts_agent_loop(a);
+  l.type = type;
+  ASSERT_EQ(0, pts_remote_controller_new_async(a, PTS_PRIORITY_USER_VISIBLE, &l.rc));
+  ASSERT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_GENERIC, add_two_listeners, &l));
   ASSERT_EQ(0, pts_agent_drain(a));
+  DoneCount done;
+  ASSERT_EQ(0, op(l.rc, &done));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  EXPECT_EQ(1, done.calls.load());
+  EXPECT_EQ(0, done.status.load());
+  EXPECT_EQ("1,m1,2,m2,", l.log);
+  pts_remote_controller_unref(l.rc);
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
 }
 
 TEST_F(PoolTest, ARemoteAbortGivesEachListenerItsOwnCheckpoint) {
-  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
-  ListenLog l;
-  ArmRemoteListeners(a, &l, PTS_EVENT_ABORT);
-  DoneCount done;
-  ASSERT_EQ(0, pts_remote_controller_abort(l.rc, nullptr, count_done, &done));
-  ASSERT_EQ(0, pts_agent_drain(a));
-  EXPECT_EQ(1, done.calls.load());
-  EXPECT_EQ(0, done.status.load());
-  EXPECT_EQ("1,m1,2,m2,", l.log);
-  pts_remote_controller_unref(l.rc);
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
+  ExpectEachRemoteListenerChecked(
+      NewPool(1, PTS_POLICY_STRICT), PTS_EVENT_ABORT,
+      [](pts_remote_controller *rc, DoneCount *d) {
+        return pts_remote_controller_abort(rc, nullptr, count_done, d);
+      });
 }
 
 TEST_F(PoolTest, ARemoteSetPriorityGivesEachListenerItsOwnCheckpoint) {
-  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
-  ListenLog l;
-  ArmRemoteListeners(a, &l, PTS_EVENT_PRIORITYCHANGE);
-  DoneCount done;
-  ASSERT_EQ(0, pts_remote_controller_set_priority(l.rc, PTS_PRIORITY_BACKGROUND, count_done, &done));
-  ASSERT_EQ(0, pts_agent_drain(a));
-  EXPECT_EQ(1, done.calls.load());
-  EXPECT_EQ(0, done.status.load());
-  EXPECT_EQ("1,m1,2,m2,", l.log);
-  pts_remote_controller_unref(l.rc);
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
+  ExpectEachRemoteListenerChecked(
+      NewPool(1, PTS_POLICY_STRICT), PTS_EVENT_PRIORITYCHANGE,
+      [](pts_remote_controller *rc, DoneCount *d) {
+        return pts_remote_controller_set_priority(rc, PTS_PRIORITY_BACKGROUND,
+                                                  count_done, d);
+      });
 }
 
 }  // namespace
