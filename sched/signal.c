@@ -793,7 +793,9 @@ void pts_event_free(pts_event *event) {
 int pts_signal_dispatch_event(pts_signal *s, pts_event *event) {
   if (!s || !event) return PTS_EINVAL;
   PTS__CHECK_OWNER(s->loop);
-  if (event->dispatching || event->is_trusted) return PTS_EINVALIDSTATE;
+  /* An event the library fires is reachable only while it is dispatched. */
+  if (event->dispatching) return PTS_EINVALIDSTATE;
+  event->is_trusted = false;
   pts_signal_ref(s);
   if (event->target) pts_signal_unref(event->target);
   event->target = s;
