@@ -572,7 +572,8 @@ void pts__loop_set_idle_state_factory(pts_loop *loop,
 
 int pts__loop_set_provider(pts_loop *loop, const pts__provider_ops *ops,
                            void *ctx) {
-  if (loop == NULL || ops == NULL || ops->peek == NULL || ops->run_next == NULL)
+  if (loop == NULL || ops == NULL || ops->peek == NULL || ops->run_next == NULL ||
+      ops->run_burst == NULL)
     return PTS_EINVAL;
   if (loop->prov != NULL) return PTS_EBUSY;
   loop->prov = ops;
@@ -733,6 +734,12 @@ static inline bool only_provider_work(pts_loop *loop) {
          !atomic_load_explicit(&loop->stop_requested, memory_order_relaxed);
 }
 
+bool pts__loop_burst_may_continue(pts_loop *loop) { return only_provider_work(loop); }
+
+void pts__loop_after_task(pts_loop *loop) {
+  if (loop->mt_head != NULL) checkpoint(loop);
+}
+
 /* One iteration: inbox, due timers, one task, microtask checkpoint.
  *
  * The hot path (docs/loop.md, "Processing model"): each phase is skipped
@@ -782,11 +789,9 @@ static int step(pts_loop *loop, bool may_start_idle, bool burst) {
       /* A burst: while the scheduler's queues are all the work there is,
        * each next iteration would take exactly this path, so it runs here
        * without going round the loop (one task, one checkpoint each). */
-      int more;
-      while (burst && only_provider_work(loop) &&
-             (more = loop->prov->run_next(loop->prov_ctx)) != 0) {
-        ran = more;
-        if (loop->mt_head != NULL) checkpoint(loop);
+      if (burst && only_provider_work(loop)) {
+        int last = loop->prov->run_burst(loop->prov_ctx);
+        if (last) ran = last;
       }
       loop->last_pick = (uint8_t)ran;
       return did | DID_WORK | DID_TASK;

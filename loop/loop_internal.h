@@ -161,11 +161,23 @@ typedef struct pts__provider_ops {
    * without peeking first (the hot path of docs/loop.md), so it must do its
    * own selection. */
   int (*run_next)(void *ctx);
+  /* Run tasks as run_next does, one after another, while
+   * pts__loop_burst_may_continue(loop) holds, with pts__loop_after_task
+   * after each; return what the last run_next would have (0 if none ran).
+   * The loop calls it after a task when only the provider has work. */
+  int (*run_burst)(void *ctx);
   /* A global became active/inactive (what = 1/0) or was detached (what = -1). */
   void (*global_changed)(void *ctx, pts_global *g, int what);
   /* The loop is being freed: release everything (reject promises, free). */
   void (*destroy)(void *ctx);
 } pts__provider_ops;
+
+/* For run_burst: true while the provider's queues are all the work the loop
+ * has (no inbox node, no armed timer, no ordinary task ready, no stop
+ * requested); and the loop's step after each task (the checkpoint for the
+ * microtasks its completion queued). */
+bool pts__loop_burst_may_continue(pts_loop *loop);
+void pts__loop_after_task(pts_loop *loop);
 
 /* Installs the provider (once per loop; PTS_EBUSY if one is installed). */
 int pts__loop_set_provider(pts_loop *loop, const pts__provider_ops *ops,
@@ -179,6 +191,23 @@ void **pts__global_sched_slot(pts_global *g);
  * blocks so steady-state posting does not call malloc (size <= 128). */
 void *pts__loop_pool_alloc(pts_loop *loop, size_t size);
 void pts__loop_pool_free(pts_loop *loop, void *block, size_t size);
+
+/* A promise embedded in a caller's pool block (the scheduler's promise-form
+ * task handle: one block, one allocation per postTask). The block is
+ * PTS__PROMISE_BLOCK bytes from the loop's pool; its first
+ * PTS__PROMISE_OFFSET bytes are the caller's, the promise is the rest.
+ * pts__promise_embed initialises the promise with one reference, the
+ * caller's part's. pts__promise_drop_embedded gives that reference back
+ * when the caller's part ends: true when it was the last one (the promise is
+ * released and the caller reuses or frees the block); false when others
+ * hold the promise, whose last unref then frees the whole block. */
+#define PTS__PROMISE_OFFSET 64
+#define PTS__PROMISE_BLOCK 128
+pts_promise *pts__promise_embed(pts_loop *loop, void *block);
+bool pts__promise_drop_embedded(pts_promise *p);
+/* Resolve (or, for an error value, reject) with a callback's result: the
+ * run path's form of pts_promise_resolve (owner already checked). */
+void pts__promise_settle_result(pts_promise *p, pts_value v);
 
 
 /* ---- driving a loop from a worker pool (agents/) ----

@@ -31,12 +31,16 @@
 struct pts_promise {
   pts__plink link; /* first: the loop's live list */
   uint32_t refs;
-  pts_promise_state state;
+  uint8_t state;         /* pts_promise_state */
   bool already_resolved; /* spec: [[AlreadyResolved]] of its resolving functions */
+  bool embedded;         /* in a caller's block (pts__promise_embed) */
   pts_loop *loop;
   pts_value result;
   struct reaction *rhead, *rtail; /* spec: [[PromiseFulfill/RejectReactions]] */
 };
+
+_Static_assert(sizeof(struct pts_promise) <= PTS__PROMISE_BLOCK - PTS__PROMISE_OFFSET,
+               "an embedded promise fits its block's second half");
 
 enum rkind { R_THEN, R_FINALLY, R_ADOPT, R_THUNK };
 
@@ -101,17 +105,37 @@ static void plink_push(pts__plink *head, pts__plink *l) {
   head->next = l;
 }
 
-static pts_promise *promise_create(pts_loop *loop) {
-  pts_promise *p = pts__loop_pool_alloc(loop, sizeof *p);
-  if (p == NULL) return NULL;
+static void promise_init(pts_loop *loop, pts_promise *p, bool embedded) {
   p->refs = 1;
   p->state = PTS_PROMISE_PENDING;
   p->already_resolved = false;
+  p->embedded = embedded;
   p->loop = loop;
   p->result = pts_undefined();
   p->rhead = p->rtail = NULL;
   plink_push(&loop->live, &p->link);
+}
+
+static pts_promise *promise_create(pts_loop *loop) {
+  pts_promise *p = pts__loop_pool_alloc(loop, sizeof *p);
+  if (p == NULL) return NULL;
+  promise_init(loop, p, false);
   return p;
+}
+
+pts_promise *pts__promise_embed(pts_loop *loop, void *block) {
+  pts_promise *p = (pts_promise *)((char *)block + PTS__PROMISE_OFFSET);
+  promise_init(loop, p, true);
+  return p;
+}
+
+/* The memory of a promise no one holds: an embedded one frees its whole
+ * block (its caller's part has ended: that part held a reference). */
+static void promise_block_free(pts_loop *loop, pts_promise *p) {
+  if (p->embedded)
+    pts__loop_pool_free(loop, (char *)p - PTS__PROMISE_OFFSET, PTS__PROMISE_BLOCK);
+  else
+    pts__loop_pool_free(loop, p, sizeof *p);
 }
 
 static void release_reaction(reaction *r) {
@@ -157,12 +181,23 @@ void pts_promise_ref(pts_promise *p) {
 
 /* The last reference went: out of line, so the common unref (a count that
  * stays above zero) is a decrement and a branch. */
-static __attribute__((noinline)) void promise_free(pts_promise *p) {
+static inline void promise_release(pts_promise *p) {
   plink_unlink(&p->link);
   /* The hot case (settled with a value that holds nothing, no reactions)
    * has nothing to release. */
   if (p->rhead != NULL || p->result.kind >= PTS_VALUE_BOX) release_contents(p);
-  pts__loop_pool_free(p->loop, p, sizeof *p);
+}
+
+static __attribute__((noinline)) void promise_free(pts_promise *p) {
+  pts_loop *loop = p->loop;
+  promise_release(p);
+  promise_block_free(loop, p);
+}
+
+bool pts__promise_drop_embedded(pts_promise *p) {
+  if (--p->refs != 0) return false;
+  promise_release(p);
+  return true;
 }
 
 void pts_promise_unref(pts_promise *p) {
@@ -185,7 +220,7 @@ void pts__promises_sweep(pts_loop *loop) {
   while (loop->swept.next != &loop->swept) {
     pts__plink *l = loop->swept.next;
     plink_unlink(l);
-    pts__loop_pool_free(loop, l, sizeof(pts_promise));
+    promise_block_free(loop, (pts_promise *)l);
   }
 }
 
@@ -294,9 +329,14 @@ int pts_promise_resolve(pts_promise *p, pts_value v) {
     return PTS_EINVAL;
   }
   PTS__CHECK_OWNER(p->loop);
+  pts__promise_settle_result(p, v);
+  return 0;
+}
+
+void pts__promise_settle_result(pts_promise *p, pts_value v) {
   if (p->already_resolved) {
     pts_value_release(v);
-    return 0;
+    return;
   }
   p->already_resolved = true;
   if (v.kind < PTS_VALUE_ERROR && p->rhead == NULL) {
@@ -304,10 +344,9 @@ int pts_promise_resolve(pts_promise *p, pts_value v) {
      * nobody awaits yet): the state and the value are all there is. */
     p->state = PTS_PROMISE_FULFILLED;
     p->result = v;
-    return 0;
+    return;
   }
-  resolve_inner(p, v);
-  return 0;
+  resolve_inner(p, v); /* an error value rejects */
 }
 
 int pts_promise_reject(pts_promise *p, pts_value reason) {

@@ -25,11 +25,14 @@
  *
  * Protocol of a task (numbered as the spec's steps):
  *  1. post: compute the state, check aborted, allocate the handle (one pool
- *     block, with the abort algorithm embedded when there is a signal or a
- *     promise), add the abort algorithm, then enqueue now or after the delay.
+ *     block: 64 bytes for a direct callback with no signal; with the result
+ *     promise in the same block for the promise form with no signal and no
+ *     delay; otherwise with the abort algorithm and a separate promise), add
+ *     the abort algorithm, then enqueue now or after the delay.
  *  2. enqueue: select the queue, take the loop's next enqueue order, append.
- *  3. run (provider run_next): pop the head of the best queue, set the loop's
- *     current scheduling state, run, restore, then the task complete steps.
+ *  3. run (provider run_next, or run_burst for tasks back to back): pop the
+ *     head of the best queue, set the loop's current scheduling state, run,
+ *     restore, then the task complete steps.
  *  4. abort: reject, then remove from the queue (or stop the delay timer);
  *     a running task is only marked (its promise is already rejected).
  */
@@ -95,7 +98,7 @@ struct pts__sctx {
   bool dying;        /* the loop is being freed: no new schedulers */
   pts_scheduler *schedulers;
   pts__sched_stats stats;
-  void *tfree[2]; /* free task blocks: base (64 bytes) and ext (tblock_get) */
+  void *tfree[3]; /* free task blocks, one list per layout (enum task_ext) */
 };
 
 /* spec: scheduler task queue */
@@ -151,7 +154,16 @@ struct pts__stask {
   uint8_t kind, status, ext;
 };
 
-/* With an abort source or a promise: the abort steps and the result. */
+/* The three block layouts, by `ext`. */
+enum task_ext {
+  EXT_NONE,    /* the 64-byte base block: a direct callback, no abort source */
+  EXT_SIGNAL,  /* stask_ext: an abort source or a delay (the general path) */
+  EXT_PROMISE, /* the base block, then its result promise in the same block
+                * (the promise form with no signal and no delay) */
+};
+
+/* With an abort source (or on the general path): the abort steps and the
+ * result. */
 typedef struct stask_ext {
   stask t;
   pts__algo abort_algo; /* spec: task handle's abort steps */
@@ -167,11 +179,13 @@ typedef struct delay_blk {
 } delay_blk;
 
 _Static_assert(sizeof(stask) <= 64, "fast-path task block must stay 64 bytes");
+_Static_assert(sizeof(stask) <= PTS__PROMISE_OFFSET, "the embedded promise follows the task");
 _Static_assert(sizeof(stask_ext) <= 128, "pool blocks are at most 128 bytes");
 _Static_assert(sizeof(delay_blk) <= 128, "pool blocks are at most 128 bytes");
 _Static_assert(sizeof(squeue) <= 128, "pool blocks are at most 128 bytes");
 
 static int run_next(void *vc);
+static int run_burst(void *vc);
 static int peek(void *vc, uint64_t *order);
 static void global_changed(void *vc, pts_global *g, int what);
 static void ctx_destroy(void *vc);
@@ -179,6 +193,7 @@ static void ctx_destroy(void *vc);
 static const pts__provider_ops provider_ops = {
     .peek = peek,
     .run_next = run_next,
+    .run_burst = run_burst,
     .global_changed = global_changed,
     .destroy = ctx_destroy,
 };
@@ -571,6 +586,13 @@ static inline squeue *select_queue(pts_scheduler *s, pts_signal *signal,
 
 static inline stask_ext *ext_of(stask *t) { return (stask_ext *)t; }
 
+/* spec: the handle's result promise, or NULL (the direct forms). */
+static inline pts_promise *task_promise(stask *t) {
+  if (t->ext == EXT_PROMISE)
+    return (pts_promise *)(void *)((char *)t + PTS__PROMISE_OFFSET);
+  return t->ext == EXT_SIGNAL ? ext_of(t)->promise : NULL;
+}
+
 /* The callback learns that it will never run (status != 0). For the direct
  * forms this call is the spec's rejection of the result, so it is script
  * (loop_internal.h), as the model has it (docs/decisions.md). */
@@ -604,7 +626,10 @@ static void notify_not_run(sctx *c, stask *t, int status) {
 #define TBLOCK_BYPASS 0
 #endif
 
-static inline size_t tblock_size(int ext) { return ext ? sizeof(stask_ext) : sizeof(stask); }
+static inline size_t tblock_size(int ext) {
+  static const size_t size[] = {sizeof(stask), sizeof(stask_ext), PTS__PROMISE_BLOCK};
+  return size[ext];
+}
 
 static inline __attribute__((always_inline)) stask *tblock_get(sctx *c, int ext) {
   void *b = c->tfree[ext];
@@ -631,8 +656,18 @@ static inline __attribute__((always_inline)) void task_free(sctx *c, stask *t) {
    * set (S_NEW and S_DELAYED never do). */
   if (t->status >= S_QUEUED && t->u.queue) queue_unref(t->u.queue);
   if (--t->state->hdr.refs == 0) state_destroy(&t->state->hdr);
-  if (t->ext && ext_of(t)->promise) pts_promise_unref(ext_of(t)->promise);
   c->stats.live_tasks--;
+  switch (t->ext) {
+    case EXT_PROMISE:
+      /* The block is the promise's too: it goes when both parts have. */
+      if (!pts__promise_drop_embedded(task_promise(t))) return;
+      break;
+    case EXT_SIGNAL:
+      if (ext_of(t)->promise) pts_promise_unref(ext_of(t)->promise);
+      break;
+    default:
+      break;
+  }
   tblock_put(c, t, t->ext);
 }
 
@@ -648,13 +683,10 @@ static void delay_drop(pts_scheduler *s, delay_blk *d, bool stop_timer) {
 /* A task that will never run because its global went away (or the loop is
  * being freed): not in any queue or delay any more. */
 static void task_cancel(sctx *c, stask *t) {
-  if (t->ext) {
-    stask_ext *e = ext_of(t);
-    if (t->state->abort) pts__signal_remove_abort_algo(t->state->abort, &e->abort_algo);
-    if (e->promise)
-      pts_promise_reject(e->promise,
-                         pts_error_value(PTS_ECANCELED, "global detached"));
-  }
+  if (t->state->abort)
+    pts__signal_remove_abort_algo(t->state->abort, &ext_of(t)->abort_algo);
+  pts_promise *p = task_promise(t);
+  if (p) pts_promise_reject(p, pts_error_value(PTS_ECANCELED, "global detached"));
   t->status = S_DONE;
   notify_not_run(c, t, PTS_ECANCELED);
   task_free(c, t);
@@ -766,7 +798,7 @@ static void on_delay(void *data, int status) {
 /* ==== the context, schedulers and globals ==== */
 
 static void ctx_free_parts(sctx *c) {
-  for (int ext = 0; ext < 2; ext++) {
+  for (int ext = EXT_NONE; ext <= EXT_PROMISE; ext++) {
     while (c->tfree[ext] != NULL) {
       void *b = c->tfree[ext];
       c->tfree[ext] = *(void **)b;
@@ -940,33 +972,22 @@ static int peek(void *vc, uint64_t *order) {
   return l;
 }
 
-/* spec: the task's steps (set the state, invoke, settle, clear), then the
- * handle's task complete steps. Returns 1 + the task's effective priority,
- * or 0 when no queue has a task. */
-static int run_next(void *vc) {
-  sctx *c = vc;
-  if (!c->bitmap) return 0;
-  int l = 31 - __builtin_clz(c->bitmap);
-  squeue *q = c->levels[l].a[0].q;
-  stask *t = q->head;
+/* The task complete steps of a task with no abort source, but its block:
+ * the queue's removal when it is empty, the references of the handle. */
+static inline __attribute__((always_inline)) void fast_task_done(sctx *c, squeue *q,
+                                                                 stask *t) {
+  if (!q->head) queue_removal_steps(q);
+  queue_unref(q);
+  if (--t->state->hdr.refs == 0) state_destroy(&t->state->hdr);
+  c->stats.live_tasks--;
+}
+
+/* spec: the task's steps for a task with an abort source or a kind other
+ * than postTask's fast forms (set the state, invoke, settle, clear), then
+ * the handle's task complete steps. Out of line: the hot paths stay small. */
+static __attribute__((noinline)) void run_general(sctx *c, squeue *q, stask *t) {
   pts_loop *loop = c->loop;
-  queue_pop_head(c, q, t);
   pts_sched_state *prev;
-  if (!t->ext) {
-    /* The hot path: a direct callback with no abort source and no promise
-     * (nothing can observe its status while it runs). */
-    prev = pts__loop_swap_state(loop, &t->state->hdr);
-    pts__script_enter(loop);
-    t->f.fn(t->data, 0);
-    pts__script_leave(loop); /* the checkpoint, if a microtask is queued */
-    pts__loop_swap_state(loop, prev);
-    if (!q->head) queue_removal_steps(q);
-    queue_unref(q);
-    if (--t->state->hdr.refs == 0) state_destroy(&t->state->hdr);
-    c->stats.live_tasks--;
-    tblock_put(c, t, 0);
-    return l + 1;
-  }
   t->status = S_RUNNING;
   switch (t->kind) {
     case K_POST_CB:
@@ -985,25 +1006,75 @@ static int run_next(void *vc) {
        * callback's microtasks run before result is resolved. */
       pts__script_leave(loop);
       /* A rejection by an abort during the callback or its microtasks wins:
-       * these are then ignored (the promise is settled). */
-      if (v.kind == PTS_VALUE_ERROR)
-        pts_promise_reject(ext_of(t)->promise, v);
-      else
-        pts_promise_resolve(ext_of(t)->promise, v);
+       * this is then ignored (the promise is settled). An error value
+       * rejects. */
+      pts__promise_settle_result(task_promise(t), v);
       pts__loop_swap_state(loop, prev);
       break;
     }
     default: /* K_YIELD_PROMISE: spec: resolve result. */
-      pts_promise_resolve(ext_of(t)->promise, pts_undefined());
+      pts__promise_settle_result(task_promise(t), pts_undefined());
       break;
   }
   /* spec: task complete steps */
-  if (t->ext && t->state->abort)
+  if (t->state->abort)
     pts__signal_remove_abort_algo(t->state->abort, &ext_of(t)->abort_algo);
   if (!q->head) queue_removal_steps(q);
   t->status = S_DONE;
   task_free(c, t);
+}
+
+/* Selects and runs the most urgent task. Returns 1 + its effective
+ * priority, or 0 when no queue has a task. */
+static inline __attribute__((always_inline)) int run_one(sctx *c) {
+  if (!c->bitmap) return 0;
+  int l = 31 - __builtin_clz(c->bitmap);
+  squeue *q = c->levels[l].a[0].q;
+  stask *t = q->head;
+  pts_loop *loop = c->loop;
+  queue_pop_head(c, q, t);
+  pts_sched_state *prev;
+  /* The hot paths: a postTask with no abort source, direct or with its
+   * promise in the block (nothing can observe its status while it runs). */
+  if (t->ext == EXT_NONE) {
+    prev = pts__loop_swap_state(loop, &t->state->hdr);
+    pts__script_enter(loop);
+    t->f.fn(t->data, 0);
+    pts__script_leave(loop); /* the checkpoint, if a microtask is queued */
+    pts__loop_swap_state(loop, prev);
+    fast_task_done(c, q, t);
+    tblock_put(c, t, EXT_NONE);
+  } else if (t->ext == EXT_PROMISE) {
+    prev = pts__loop_swap_state(loop, &t->state->hdr);
+    pts__script_enter(loop);
+    pts_value v = t->f.cb(t->data, 0);
+    pts__script_leave(loop); /* spec: before result is resolved */
+    pts__promise_settle_result(task_promise(t), v);
+    pts__loop_swap_state(loop, prev);
+    fast_task_done(c, q, t);
+    if (pts__promise_drop_embedded(task_promise(t))) tblock_put(c, t, EXT_PROMISE);
+  } else {
+    run_general(c, q, t);
+  }
   return l + 1;
+}
+
+static int run_next(void *vc) { return run_one(vc); }
+
+/* Tasks one after another in one call while the loop has no other work
+ * (pts__provider_ops.run_burst): the loop's per-task checks without a call
+ * per task. */
+static int run_burst(void *vc) {
+  sctx *c = vc;
+  pts_loop *loop = c->loop;
+  int last = 0;
+  while (pts__loop_burst_may_continue(loop)) {
+    int ran = run_one(c);
+    if (!ran) break;
+    last = ran;
+    pts__loop_after_task(loop);
+  }
+  return last;
 }
 
 /* ==== postTask and yield ==== */
@@ -1139,7 +1210,7 @@ static inline __attribute__((always_inline)) int post_fixed(
   }
   sstate *st = c->fixed_state[p];
   bool promise = kind == K_POST_PROMISE;
-  stask *t = tblock_get(c, promise);
+  stask *t = tblock_get(c, promise ? EXT_PROMISE : EXT_NONE);
   if (!t) {
     queue_discard_if_unused(q);
     return PTS_ENOMEM;
@@ -1154,22 +1225,15 @@ static inline __attribute__((always_inline)) int post_fixed(
     t->f.fn = (pts_task_fn)fn;
   t->data = data;
   t->kind = (uint8_t)kind;
-  t->ext = promise;
+  t->ext = promise ? EXT_PROMISE : EXT_NONE;
   c->stats.live_tasks++;
   st->hdr.refs++;
   if (promise) {
-    int rc = pts_promise_new(c->loop, &ext_of(t)->promise);
-    if (rc != 0) {
-      ext_of(t)->promise = NULL;
-      t->status = S_NEW;
-      t->u.queue = NULL;
-      task_free(c, t);
-      queue_discard_if_unused(q);
-      return rc;
-    }
+    /* spec: result, in the handle's own block (no second allocation). */
+    pts_promise *r = pts__promise_embed(c->loop, t);
     if (out) {
-      pts_promise_ref(ext_of(t)->promise);
-      *out = ext_of(t)->promise;
+      pts_promise_ref(r);
+      *out = r;
     }
   }
   enqueue_task(c, q, t);

@@ -112,8 +112,11 @@ TEST(Policy, ProviderHooks) {
   Log log;
   FakeProvider prov;
   EXPECT_EQ(pts__loop_set_provider(loop, nullptr, nullptr), PTS_EINVAL);
-  pts__provider_ops bad = {nullptr, nullptr, nullptr, nullptr};
+  pts__provider_ops bad = {nullptr, nullptr, nullptr, nullptr, nullptr};
   EXPECT_EQ(pts__loop_set_provider(loop, &bad, nullptr), PTS_EINVAL);
+  pts__provider_ops no_burst = *FakeProvider::ops();
+  no_burst.run_burst = nullptr;
+  EXPECT_EQ(pts__loop_set_provider(loop, &no_burst, nullptr), PTS_EINVAL);
   prov.install(loop, &log);
   EXPECT_EQ(pts__loop_provider_ctx(loop), &prov);
   EXPECT_EQ(pts__loop_set_provider(loop, FakeProvider::ops(), &prov), PTS_EBUSY);
