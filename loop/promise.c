@@ -18,7 +18,10 @@
  * (its target), the thenable job's on both promises. A promise is freed when
  * its count reaches zero; its pending reactions are then released (cleanup
  * runs, their targets lose a reference). Every live promise is on the loop's
- * list so pts_loop_free can release the rest (cycles, leaked references).
+ * list so pts_loop_free can release the rest (cycles, leaked references),
+ * except an embedded one (a postTask result in its task's block) while its
+ * task lives: the task releases it, and it joins the list if it outlives
+ * the task.
  *
  * One C convention on top of ES: an error value is never a fulfilment value.
  * Resolving with a PTS_VALUE_ERROR rejects (value.h: returning an error is
@@ -113,7 +116,10 @@ static void promise_init(pts_loop *loop, pts_promise *p, bool embedded) {
   p->loop = loop;
   p->result = pts_undefined();
   p->rhead = p->rtail = NULL;
-  plink_push(&loop->live, &p->link);
+  /* An embedded promise joins the live list only if it outlives its
+   * caller's part (pts__promise_drop_embedded): until then that part
+   * releases it, at the latest when the loop's provider is destroyed. */
+  if (!embedded) plink_push(&loop->live, &p->link);
 }
 
 static pts_promise *promise_create(pts_loop *loop) {
@@ -181,22 +187,27 @@ void pts_promise_ref(pts_promise *p) {
 
 /* The last reference went: out of line, so the common unref (a count that
  * stays above zero) is a decrement and a branch. */
-static inline void promise_release(pts_promise *p) {
-  plink_unlink(&p->link);
-  /* The hot case (settled with a value that holds nothing, no reactions)
-   * has nothing to release. */
+/* The hot case (settled with a value that holds nothing, no reactions) has
+ * nothing to release. */
+static inline void promise_release_contents(pts_promise *p) {
   if (p->rhead != NULL || p->result.kind >= PTS_VALUE_BOX) release_contents(p);
 }
 
+/* The last reference went (so an embedded promise is on the live list: its
+ * caller's part, which held a reference, has ended). */
 static __attribute__((noinline)) void promise_free(pts_promise *p) {
   pts_loop *loop = p->loop;
-  promise_release(p);
+  plink_unlink(&p->link);
+  promise_release_contents(p);
   promise_block_free(loop, p);
 }
 
 bool pts__promise_drop_embedded(pts_promise *p) {
-  if (--p->refs != 0) return false;
-  promise_release(p);
+  if (--p->refs != 0) {
+    plink_push(&p->loop->live, &p->link); /* it lives on: the loop tracks it */
+    return false;
+  }
+  promise_release_contents(p);
   return true;
 }
 
