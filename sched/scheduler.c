@@ -1194,30 +1194,14 @@ static int post_common(pts_scheduler *s, int kind, void *fn, void *data,
   return start_task(s, t, 0, (uint64_t)delay, out);
 }
 
-/* The hot path of postTask: a fixed priority, no signal and no delay. The
- * state is the cached fixed one and, for the direct-callback form, the
- * handle is the 64-byte base block; there is no abort source, so no abort
- * steps to register. What is left is create-handle and enqueue. */
-static inline __attribute__((always_inline)) int post_fixed(
-    pts_scheduler *s, int kind, void *fn, void *data, int p, pts_promise **out) {
-  sctx *c = s->ctx;
-  PTS__CHECK_OWNER(c->loop);
-  if (s->detached) return PTS_ECLOSED;
-  squeue *q = s->static_q[p][0];
-  if (!q) {
-    q = queue_new(s, p, 0, NULL);
-    if (!q) return PTS_ENOMEM;
-  }
+/* Fills a fixed-priority handle: what enqueue_task does not set (task_alloc
+ * sets more, for the paths that wait or may fail before they enqueue; with
+ * no abort source the abort steps are never registered, so they need no
+ * init), and for the promise form its result in the same block. */
+static inline __attribute__((always_inline)) void fixed_handle_fill(
+    sctx *c, stask *t, int kind, void *fn, void *data, int p, pts_promise **out) {
   sstate *st = c->fixed_state[p];
   bool promise = kind == K_POST_PROMISE;
-  stask *t = tblock_get(c, promise ? EXT_PROMISE : EXT_NONE);
-  if (!t) {
-    queue_discard_if_unused(q);
-    return PTS_ENOMEM;
-  }
-  /* What enqueue_task does not set (task_alloc sets more, for the paths
-   * that wait or may fail before they enqueue; with no abort source the
-   * abort steps are never registered, so they need no init). */
   t->state = st;
   if (promise)
     t->f.cb = (pts_task_callback)fn;
@@ -1236,7 +1220,60 @@ static inline __attribute__((always_inline)) int post_fixed(
       *out = r;
     }
   }
+}
+
+/* postTask with a fixed priority, no signal and no delay. The state is the
+ * cached fixed one and, for the direct-callback form, the handle is the
+ * 64-byte base block (the promise form: the handle and its promise in one
+ * block); there is no abort source, so no abort steps to register. What is
+ * left is create the handle and enqueue. This version takes every case (a
+ * detached scheduler, a queue to create or to put in the selection, a block
+ * from the loop's pool); post_fixed below is its common case. */
+static __attribute__((noinline)) int post_fixed_general(
+    pts_scheduler *s, int kind, void *fn, void *data, int p, pts_promise **out) {
+  sctx *c = s->ctx;
+  PTS__CHECK_OWNER(c->loop);
+  if (s->detached) return PTS_ECLOSED;
+  squeue *q = s->static_q[p][0];
+  if (!q) {
+    q = queue_new(s, p, 0, NULL);
+    if (!q) return PTS_ENOMEM;
+  }
+  stask *t = tblock_get(c, kind == K_POST_PROMISE ? EXT_PROMISE : EXT_NONE);
+  if (!t) {
+    queue_discard_if_unused(q);
+    return PTS_ENOMEM;
+  }
+  fixed_handle_fill(c, t, kind, fn, data, p, out);
   enqueue_task(c, q, t);
+  return 0;
+}
+
+/* The common case of post_fixed_general, with nothing to call: the queue
+ * exists and already has tasks (so it is where the selection wants it), a
+ * block is on the context's free list, no allocation failure is being
+ * injected. Calls nothing, so the API entry saves no registers for it. */
+static inline __attribute__((always_inline)) int post_fixed(
+    pts_scheduler *s, int kind, void *fn, void *data, int p, pts_promise **out) {
+  sctx *c = s->ctx;
+  PTS__CHECK_OWNER(c->loop); /* nothing with NDEBUG */
+  int ext = kind == K_POST_PROMISE ? EXT_PROMISE : EXT_NONE;
+  squeue *q = s->static_q[p][0];
+  stask *t = c->tfree[ext];
+  if (TBLOCK_BYPASS || s->detached || !q || !q->tail || !t ||
+      atomic_load_explicit(&pts__alloc_armed, memory_order_relaxed))
+    return post_fixed_general(s, kind, fn, data, p, out);
+  c->tfree[ext] = *(void **)t;
+  fixed_handle_fill(c, t, kind, fn, data, p, out);
+  /* enqueue_task, appending to a queue that is not empty */
+  t->u.queue = q;
+  q->refs++;
+  t->order = pts__loop_take_enqueue_order(c->loop);
+  t->status = S_QUEUED;
+  t->next = NULL;
+  t->prev = q->tail;
+  q->tail->next = t;
+  q->tail = t;
   return 0;
 }
 
