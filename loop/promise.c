@@ -202,13 +202,22 @@ static __attribute__((noinline)) void promise_free(pts_promise *p) {
   promise_block_free(loop, p);
 }
 
-bool pts__promise_drop_embedded(pts_promise *p) {
-  if (--p->refs != 0) {
+/* pts__promise_drop_embedded when the promise lives on or holds something
+ * (its count is already decremented). */
+static __attribute__((noinline)) bool drop_embedded_slow(pts_promise *p) {
+  if (p->refs != 0) {
     plink_push(&p->loop->live, &p->link); /* it lives on: the loop tracks it */
     return false;
   }
-  promise_release_contents(p);
+  release_contents(p);
   return true;
+}
+
+/* Small, so the run path inlines its common case: the last reference of a
+ * result that holds nothing. */
+bool pts__promise_drop_embedded(pts_promise *p) {
+  if (--p->refs == 0 && p->rhead == NULL && p->result.kind < PTS_VALUE_BOX) return true;
+  return drop_embedded_slow(p);
 }
 
 void pts_promise_unref(pts_promise *p) {
