@@ -477,48 +477,105 @@ TEST(Quantized, RealClockAnotherAgentsWakeUpWaitsForASlotStart) {
   EXPECT_LE(popped * 2, valid) << popped << " of " << valid << " popped in the owner's busy slot";
 }
 
-// The slot-start pass has a fixed length (pad_ns), whatever it found to do:
-// an agent alone on its thread (every slot its own) running 5 us tasks back
-// to back sees, at each slot boundary, a gap of at least the pad. Slots of
-// 2 ms, a pad of 300 us (the default is 2 us; large here so the gap stands
-// out from preemption). Fails if the pad is removed.
-TEST(Quantized, RealClockEachSlotStartsWithAPassOfFixedLength) {
+// The run-start pass has a fixed length (pad_ns), whatever it found to do,
+// and comes once per run of an owner's consecutive slots (round 3: inside
+// a run it served nobody and cost 0.7% of the thread). Slots of 2 ms, four
+// a frame, a pad of 300 us (the default is 2 us; large here so the gap
+// stands out from preemption): agent 0 runs 5 us tasks back to back, agent
+// 1 stays idle, both high in the first epoch, so agent 0 owns slots 0-1 of
+// each frame as one run. Its first step of a run starts at least the pad
+// after the run's start (fails if the pad is removed); across the boundary
+// inside its run it goes on without a gap of the pad's length (fails if the
+// pass comes at every slot start, as in round 2).
+TEST(Quantized, RealClockEachRunStartsWithAPassOfFixedLength) {
   pts__quant_options q = {2000000, 4, 0, 300000, false};
-  pts_pool_options o = {1, static_cast<pts_policy>(PTS__POLICY_QUANTIZED), 0, 0, false};
-  pts_pool *p = nullptr;
-  ASSERT_EQ(pts__pool_new_ext(&o, &q, &p), 0);
-  pts_agent *ag = nullptr;
-  pts_agent_options ao = PTS_AGENT_OPTIONS_INIT;
-  ao.thread = 0;
-  ASSERT_EQ(pts_agent_new(p, &ao, &ag), 0);
+  RealTwo two(&q);
+  auto &a = two.a;
+  pts_thread_stats ts{};
+  for (int i = 0; i < 1000 && ts.agents < 2; i++) {  // attaching is asynchronous
+    ASSERT_EQ(pts_pool_get_thread_stats(two.p, 0, &ts), 0);
+    spin(1000000);
+  }
+  ASSERT_EQ(ts.agents, 2u);
+  const uint64_t origin = ts.frame_origin_ns, slot = q.slot_ns;
   std::vector<uint64_t> starts;
   starts.reserve(200000);
   LocalChain c;
-  c.agent = ag;
+  c.agent = a[0];
   c.record = &starts;
-  ASSERT_EQ(pts_agent_post_task(ag, nullptr, local_kick, &c, nullptr, nullptr, nullptr), 0);
-  struct timespec nap = {0, 200000000};  // 100 slots; asleep, so the pool thread has a CPU
+  ASSERT_EQ(pts_agent_post_task(a[0], nullptr, local_kick, &c, nullptr, nullptr, nullptr), 0);
+  struct timespec nap = {0, 400000000};  // 50 frames; asleep, so the pool thread has a CPU
   nanosleep(&nap, nullptr);
   c.stop = true;
-  ASSERT_EQ(pts_agent_drain(ag), 0);
-  pts_thread_stats ts{};
-  ASSERT_EQ(pts_pool_get_thread_stats(p, 0, &ts), 0);
-  const uint64_t origin = ts.frame_origin_ns, slot = q.slot_ns;
-  EXPECT_EQ(pts_pool_shutdown(p), 0);
-  pts_agent_unref(ag);
+  ASSERT_EQ(pts_agent_drain(a[0]), 0);
   ASSERT_GT(starts.size(), 100u);
-  // Each boundary the chain crossed: the gap across it, or the next one (a
-  // step the pool thread began just before the boundary reads the clock
-  // just after it, and the pass then comes after that step).
-  size_t crossed = 0, padded = 0;
+  // Each boundary the chain crossed: a run start (slot 0 of a frame) or the
+  // boundary inside the run (slot 1). A step the pool thread began just
+  // before a boundary reads the clock just after it, so inside the run the
+  // gap across the boundary and the next one are read.
+  size_t runs = 0, run_padded = 0, inner = 0, inner_padded = 0;
   for (size_t i = 1; i + 1 < starts.size(); i++) {
     if (starts[i - 1] < origin) continue;
-    if ((starts[i] - origin) / slot == (starts[i - 1] - origin) / slot) continue;
-    crossed++;
-    padded += starts[i] - starts[i - 1] >= q.pad_ns || starts[i + 1] - starts[i] >= q.pad_ns;
+    uint64_t k = (starts[i] - origin) / slot;
+    if (k == (starts[i - 1] - origin) / slot) continue;
+    if (k % 4 == 0) {
+      runs++;
+      run_padded += starts[i] - (origin + k * slot) >= q.pad_ns;
+    } else if (k % 4 == 1 && (starts[i - 1] - origin) / slot == k - 1) {
+      inner++;
+      inner_padded += starts[i] - starts[i - 1] >= q.pad_ns || starts[i + 1] - starts[i] >= q.pad_ns;
+    }
   }
-  ASSERT_GT(crossed, 20u);
-  EXPECT_GE(padded * 10, crossed * 9) << padded << " of " << crossed << " slot starts padded";
+  ASSERT_GT(runs, 10u);
+  ASSERT_GT(inner, 10u);
+  EXPECT_GE(run_padded * 10, runs * 9) << run_padded << " of " << runs << " run starts padded";
+  EXPECT_LE(inner_padded * 10, inner) << inner_padded << " of " << inner
+                                      << " boundaries inside a run padded";
+}
+
+// The hold lasts the owner's whole run (round 3): slots of 10 ms, four a
+// frame; agent 0 runs a chain that stays ready and owns slots 0-1 (both
+// agents high in the first epoch); a task posted to idle agent 1 early in
+// slot 0 leaves agent 1's wake-up node on the queue through slot 1 (round 2
+// popped it at slot 1's start pass) and runs in slot 2, agent 1's run.
+TEST(Quantized, RealClockAnotherAgentsWakeUpWaitsForItsRun) {
+  pts__quant_options q = {10000000, 4, 0, 0, false};
+  RealTwo two(&q);
+  auto &a = two.a;
+  pts_thread_stats ts{};
+  for (int i = 0; i < 1000 && ts.agents < 2; i++) {
+    ASSERT_EQ(pts_pool_get_thread_stats(two.p, 0, &ts), 0);
+    spin(1000000);
+  }
+  ASSERT_EQ(ts.agents, 2u);
+  const uint64_t origin = ts.frame_origin_ns, slot = q.slot_ns;
+  auto slot_of = [&](uint64_t t) { return (t - origin) / slot; };
+  LocalChain chain;
+  chain.agent = a[0];
+  chain.record = nullptr;
+  ASSERT_EQ(pts_agent_post_task(a[0], nullptr, local_kick, &chain, nullptr, nullptr, nullptr), 0);
+  int valid = 0, popped = 0;
+  for (int attempt = 0; attempt < 12 && valid < 4; attempt++) {
+    // A tenth into the next frame's first slot, at least two slots on.
+    uint64_t k = slot_of(mono()) + 2;
+    k += (4 - k % 4) % 4;
+    while (mono() < origin + k * slot + slot / 10) spin(500000);
+    c_started = 0;
+    uint64_t posted = mono();
+    ASSERT_EQ(pts_agent_post_task(a[1], nullptr, c_task, nullptr, nullptr, nullptr, nullptr), 0);
+    while (mono() < origin + (k + 1) * slot + slot / 4) spin(500000);  // into slot k + 1
+    bool pending = pts__agent_signal_pending(a[1]);
+    uint64_t read = mono();
+    while (c_started.load() == 0) spin(100000);
+    if (slot_of(posted) != k || slot_of(read) != k + 1) continue;  // stalled: again
+    valid++;
+    popped += !pending;
+    EXPECT_EQ(slot_of(c_started.load()), k + 2);
+  }
+  chain.stop = true;
+  ASSERT_EQ(pts_agent_drain(a[0]), 0);
+  EXPECT_GE(valid, 2) << "the machine stalled every attempt";
+  EXPECT_LE(popped * 2, valid) << popped << " of " << valid << " popped inside the owner's run";
 }
 
 }  // namespace
