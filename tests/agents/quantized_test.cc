@@ -572,8 +572,10 @@ TEST(Quantized, RealClockAnotherAgentsWakeUpWaitsForItsRun) {
     if (slot_of(posted) != k || slot_of(read) != k + 1) continue;  // stalled: again
     valid++;
     popped += !pending;
+    // In agent 1's run: k + 2 or k + 3, or a later frame's if the pool
+    // thread was preempted through it (seen under tsan at a load of 3).
     uint64_t ks = slot_of(c_started.load());
-    EXPECT_TRUE(ks == k + 2 || ks == k + 3) << "started in slot " << ks << ", posted in " << k;
+    EXPECT_TRUE(ks >= k + 2 && ks % 4 >= 2) << "started in slot " << ks << ", posted in " << k;
   }
   chain.stop = true;
   ASSERT_EQ(pts_agent_drain(a[0]), 0);
