@@ -209,7 +209,7 @@ struct pts__worker {
   uint32_t q_table[PTS__Q_MAX_SLOTS], q_run[PTS__Q_MAX_SLOTS], q_span[PTS__Q_MAX_SLOTS];
   uint32_t q_len;
   uint64_t q_epoch_end;
-  uint64_t q_pass_slot; /* quantized: the slot whose padded pass ran (pool.c) */
+  uint64_t q_pass_run; /* quantized: the run whose padded pass ran (pool.c) */
 
   /* Statistics (owner writes, relaxed). */
   _Atomic uint64_t st_steps, st_busy_ns, st_idle_ns, st_wakeups, st_agents;

@@ -333,11 +333,16 @@ bool pts__agent_signal_pending(const pts_agent *a) {
   return atomic_load_explicit(&a->signaled, memory_order_seq_cst);
 }
 
-uint64_t pts__quant_slot(pts__worker *w, uint64_t now) {
+uint64_t pts__quant_run(pts__worker *w, uint64_t now) {
   uint64_t k;
   if (w->nagents == 0 || now < w->frame_origin) return UINT64_MAX;
   (void)quant_slot(w, now, &k);
-  return k;
+  if (w->nagents > w->q_len) return k; /* plain rotation: runs of one slot */
+  uint32_t j = (uint32_t)(k % w->q_len);
+  /* q_span - q_run: the run's slots before j. A run never wraps the frame
+   * with two or more agents, and a lone agent's (span = run = frame) has no
+   * start: each of its slots counts as one. */
+  return k - (w->q_span[j] - w->q_run[j]);
 }
 
 pts_agent *pts__quant_owner(pts__worker *w, uint64_t now) {
@@ -401,7 +406,7 @@ void pts__policy_layout(pts__worker *w, uint64_t now) {
   if (w->pool->opts.policy == PTS_POLICY_RANDOMIZED) fen_rebuild(w);
   /* A new layout starts a new frame: slot k of it begins at origin + k * slot. */
   w->frame_origin = now;
-  w->q_pass_slot = UINT64_MAX - 1; /* the new frame's first pass is a slot start */
+  w->q_pass_run = UINT64_MAX - 1; /* the new frame's first pass starts a run */
   if (w->pool->opts.policy == PTS__POLICY_QUANTIZED) quant_layout(w, now);
 }
 

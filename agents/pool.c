@@ -851,24 +851,24 @@ static void quant_learn(uint64_t late) {
 }
 
 /* Quantized (study.h, the padded pass): whether a pass now leaves the
- * wake-up queue and the timers alone: no pass is due in this slot and the
- * slot's owner has work. */
+ * wake-up queue and the timers alone: no pass is due in this run of the
+ * owner's slots and the slot's owner has work. */
 static bool quant_holding(pts__worker *w, uint64_t now) {
   if (w->pool->opts.policy != PTS__POLICY_QUANTIZED || w->pool->q.no_hold) return false;
-  if (pts__quant_slot(w, now) != w->q_pass_slot) return false; /* a pass is due */
+  if (pts__quant_run(w, now) != w->q_pass_run) return false; /* a pass is due */
   pts_agent *owner = pts__quant_owner(w, now);
   return owner != NULL && owner->urgency != PTS__URGENCY_NONE;
 }
 
-/* quant_holding for the worker's pass: the first pass of each slot reads
+/* quant_holding for the worker's pass: the first pass of each run reads
  * the queue and the timers and ends at *pad_end (a fixed length); later
  * passes read them only while the slot's owner has nothing to run. */
 static bool quant_hold(pts__worker *w, uint64_t now, uint64_t *pad_end) {
   *pad_end = 0;
   if (w->pool->opts.policy != PTS__POLICY_QUANTIZED || w->pool->q.no_hold) return false;
-  uint64_t k = pts__quant_slot(w, now);
-  if (k != w->q_pass_slot) {
-    w->q_pass_slot = k;
+  uint64_t k = pts__quant_run(w, now);
+  if (k != w->q_pass_run) {
+    w->q_pass_run = k;
     *pad_end = now + w->pool->q.pad_ns;
     return false;
   }
@@ -876,7 +876,7 @@ static bool quant_hold(pts__worker *w, uint64_t now, uint64_t *pad_end) {
 }
 
 /* Spins until t or until a queue gets work (quantized with the hold: the
- * wake-up queue waits for the slot-start pass). Returns true at t. */
+ * wake-up queue waits for the run-start pass). Returns true at t. */
 static bool quant_spin(pts__worker *w, uint64_t t) {
   bool hold = !w->pool->q.no_hold;
   while ((hold || pts__mpsc_is_empty(&w->signaled)) && pts__mpsc_is_empty(&w->control)) {
@@ -917,7 +917,7 @@ static void idle(pts__worker *w, uint64_t until) {
    * posters can reuse them (sync/nodecache.h). */
   pts__node_flush();
   pts__parker_prepare(&w->parker);
-  /* A wake-up the hold keeps for the next slot start does not cancel the
+  /* A wake-up the hold keeps for the next run start does not cancel the
    * park (which ends at that boundary): spinning on it burnt the CPU. */
   bool held = quant_holding(w, t0);
   if ((!held && !pts__mpsc_is_empty(&w->signaled)) || !pts__mpsc_is_empty(&w->control)) {

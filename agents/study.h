@@ -64,17 +64,20 @@ extern "C" {
  * short), and an attacker measured it: a victim whose tasks did no work at
  * all still leaked 0.014-0.07 bit/window on S1. So while the slot's owner
  * has work, the pool thread does not look at the wake-up queue or the
- * timers; it reads them once at the first pass of each slot, in a pass
- * padded to a fixed length (pad_ns), and whenever the owner has nothing to
- * run (its time is idle anyway). A command for a busy owner waits for its
- * next slot start (at most one slot). */
+ * timers; it reads them once at the first pass of each run of an owner's
+ * consecutive slots, in a pass padded to a fixed length (pad_ns), and
+ * whenever the owner has nothing to run (its time is idle anyway). Round 3:
+ * once per run, not per slot: inside a run a pass serves nobody (the
+ * owner's own commands come with its polls after each step, another
+ * agent's wait for that agent's own slot), and 14 passes a frame cost 0.7%
+ * of the thread. Another agent's command waits at most one frame. */
 #define PTS__Q_PAD_NS 2000u
 
 typedef struct pts__quant_options {
   uint64_t slot_ns;      /* 0 = 250 us */
   uint32_t frame_slots;  /* 0 = 16 (frame 4 ms); at most PTS__Q_MAX_SLOTS */
   uint32_t epoch_frames; /* 0 = 250 (epoch 1 s with the defaults) */
-  uint64_t pad_ns;       /* the slot-start pass's length; 0 = PTS__Q_PAD_NS */
+  uint64_t pad_ns;       /* the run-start pass's length; 0 = PTS__Q_PAD_NS */
   bool no_hold;          /* round 1: read the queues at every pass (experiments) */
 } pts__quant_options;
 
@@ -85,10 +88,12 @@ bool pts__quant_owner_ready(const struct pts__worker *w, uint64_t t);
  * over when now has passed it, as a pick would. Owner thread of w only. */
 struct pts_agent *pts__quant_owner(struct pts__worker *w, uint64_t now);
 
-/* The number of the slot containing now since the frame origin (UINT64_MAX:
- * no agent, or before the origin); rolls the epoch over as a pick would.
- * Owner thread of w only. */
-uint64_t pts__quant_slot(struct pts__worker *w, uint64_t now);
+/* The number (since the frame origin) of the first slot of the owner's run
+ * that contains now: the padded pass comes once per run (UINT64_MAX: no
+ * agent, or before the origin). A lone agent's run is one slot here, so
+ * some pass comes at least once per frame. Rolls the epoch over as a pick
+ * would. Owner thread of w only. */
+uint64_t pts__quant_run(struct pts__worker *w, uint64_t now);
 
 /* Whether the agent's wake-up node is still on its worker's queue (posted,
  * not yet popped): tests read it to check the padded pass's hold. Any

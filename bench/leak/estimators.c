@@ -143,6 +143,51 @@ void lk_mi_ci95(const int *x, const int *y, size_t n, int kx, int ky, int resamp
   free(v);
 }
 
+double lk_quantile(const double *sorted, size_t n, double q) {
+  if (n == 0) return 0;
+  size_t k = (size_t)ceil(q * (double)n);
+  return sorted[k > 0 ? k - 1 : 0];
+}
+
+/* The q-quantile of one resample of sorted s: draws n indices and counts
+ * them (cnt, n zeroed entries); the resample's k-th smallest value is s at
+ * the k-th smallest index drawn, as s is sorted. */
+static double resampled_quantile(const double *s, size_t n, double q, uint32_t *cnt,
+                                 uint64_t *st) {
+  for (size_t i = 0; i < n; i++) cnt[((unsigned __int128)mix(st) * n) >> 64]++;
+  size_t k = (size_t)ceil(q * (double)n), seen = 0, i = 0;
+  if (k == 0) k = 1;
+  for (; i < n; i++) {
+    seen += cnt[i];
+    if (seen >= k) break;
+  }
+  return s[i < n ? i : n - 1];
+}
+
+void lk_quantile_diff_ci95(const double *a, size_t na, const double *b, size_t nb, double q,
+                           int resamples, uint64_t seed, double *lo, double *hi) {
+  *lo = *hi = 0;
+  if (na == 0 || resamples <= 0) return;
+  uint32_t *cnt = malloc((na > nb ? na : nb) * sizeof *cnt);
+  double *v = malloc((size_t)resamples * sizeof *v);
+  if (cnt && v) {
+    uint64_t st = seed ^ UINT64_C(0x2545f4914f6cdd1d);
+    for (int r = 0; r < resamples; r++) {
+      memset(cnt, 0, na * sizeof *cnt);
+      v[r] = resampled_quantile(a, na, q, cnt, &st);
+      if (nb > 0) {
+        memset(cnt, 0, nb * sizeof *cnt);
+        v[r] -= resampled_quantile(b, nb, q, cnt, &st);
+      }
+    }
+    qsort(v, (size_t)resamples, sizeof *v, cmp_double);
+    *lo = v[(size_t)floor(0.025 * (resamples - 1) + 0.5)];
+    *hi = v[(size_t)floor(0.975 * (resamples - 1) + 0.5)];
+  }
+  free(cnt);
+  free(v);
+}
+
 typedef struct ival {
   double v;
   size_t i;

@@ -37,6 +37,16 @@ double lk_mi_floor(const int *x, const int *y, size_t n, int kx, int ky,
  * resample adds the plug-in bias again). *lo = *hi = 0 on empty input. */
 void lk_mi_ci95(const int *x, const int *y, size_t n, int kx, int ky, int resamples,
                 uint64_t seed, double *lo, double *hi);
+/* The q-quantile of n sorted values, as the costs report it: the
+ * ceil(q n)-th smallest (0 when n = 0). */
+double lk_quantile(const double *sorted, size_t n, double q);
+/* The bootstrap 95% interval of lk_quantile(a, q) - lk_quantile(b, q):
+ * `resamples` resamplings of each sample with replacement, independently
+ * (seeded); the percentile interval [lo, hi]. a and b sorted ascending; b
+ * may be empty (nb = 0: the interval of a's quantile). *lo = *hi = 0 when
+ * a is empty. */
+void lk_quantile_diff_ci95(const double *a, size_t na, const double *b, size_t nb, double q,
+                           int resamples, uint64_t seed, double *lo, double *hi);
 /* Equal-frequency bins of obs (at most maxbins; equal values share a bin).
  * Writes bin labels to out; returns the number of bins (>= 1), or -1. */
 int lk_bin(const double *obs, size_t n, int maxbins, int *out);
@@ -183,10 +193,13 @@ typedef struct lk_cost {
   size_t nlat;
 } lk_cost;
 int lk_cost_virtual(int policy, uint64_t seconds_ns, lk_cost *out);
-/* The same two scenarios on a real pool for span_ns each (after a warm-up:
- * 50 ms, quantized idle 1.1 s); lat_ns is left NULL. Starts and joins its
- * pool threads; 0 or a negative PTS_E* code. */
-int lk_cost_real(int policy, uint64_t span_ns, lk_cost *out);
+/* The same two scenarios on a real pool, span_ns with both busy and
+ * idle_span_ns (0: span_ns) with the victim mostly idle, each after a
+ * warm-up (50 ms; quantized idle 1.1 s). The idle scenario's start delays
+ * come back sorted in lat_ns (nlat of them, about one per 20 ms of
+ * idle_span_ns; the caller frees lat_ns). Starts and joins its pool
+ * threads; 0 or a negative PTS_E* code. */
+int lk_cost_real(int policy, uint64_t span_ns, uint64_t idle_span_ns, lk_cost *out);
 
 /* The analysis of one trace: MI (plug-in, corrected), floor, classifier,
  * Fano bound, bits per second; for S3, Youden's J of keystroke detection. */

@@ -9,7 +9,8 @@
  *              [b.work=...] [b.thread=...] [b.pin=...] [b.attacker=...]
  *
  * Without b.* keys every trace is arm A. cost=MS instead runs the real-clock
- * costs (lk_cost_real, MS per scenario) of arm A's policy reps times.
+ * costs (lk_cost_real, MS per scenario; idle=MS sets the idle scenario's
+ * span apart) of arm A's policy reps times.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +52,7 @@ static int cmp_d(const void *a, const void *b) {
 int main(int argc, char **argv) {
   lk_config a = {PTS__POLICY_QUANTIZED, LK_S1, LK_PAIRS, 3000, 1, NULL, 0, 0, 0, LK_WORK_SPIN, false, false};
   int reps = 4;
-  int cost_ms = 0;
+  int cost_ms = 0, idle_ms = 0;
   const char *dump = NULL; /* dump=FILE: window,secret,obs,excluded,start-times per trace */
   bool have_b = false;
   for (int i = 1; i < argc; i++) {
@@ -61,6 +62,7 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "reps") == 0) reps = atoi(eq + 1);
     else if (strcmp(argv[i], "dump") == 0) dump = eq + 1;
     else if (strcmp(argv[i], "cost") == 0) cost_ms = atoi(eq + 1);
+    else if (strcmp(argv[i], "idle") == 0) idle_ms = atoi(eq + 1);
     else if (strncmp(argv[i], "b.", 2) != 0 && set(&a, argv[i], eq + 1) != 0) goto usage;
     *eq = '=';
   }
@@ -75,10 +77,16 @@ int main(int argc, char **argv) {
   if (cost_ms > 0) { /* cost=MS: the real-clock costs of arm A's policy, reps times */
     for (int r = 0; r < reps; r++) {
       lk_cost co;
-      if (lk_cost_real(a.policy, (uint64_t)cost_ms * 1000000u, &co) != 0) return 1;
-      printf("%s cost busy %.4f idle %.4f (OS time %.4f %.4f) p99 %.0f us load %.2f\n",
+      uint64_t span = (uint64_t)cost_ms * 1000000u;
+      if (lk_cost_real(a.policy, span, idle_ms > 0 ? (uint64_t)idle_ms * 1000000u : span, &co) != 0)
+        return 1;
+      double lo, hi;
+      lk_quantile_diff_ci95(co.lat_ns, co.nlat, NULL, 0, 0.99, 1000, 7, &lo, &hi);
+      printf("%s cost busy %.4f idle %.4f (OS time %.4f %.4f) p99 %.0f us (95%% CI %.0f-%.0f, "
+             "%zu tasks) load %.2f\n",
              lk_policy_key(a.policy), co.loss_busy, co.loss_idle, co.loss_busy_os, co.loss_idle_os,
-             co.p99_ns / 1000, lk_load1());
+             co.p99_ns / 1000, lo / 1000, hi / 1000, co.nlat, lk_load1());
+      free(co.lat_ns);
     }
     return 0;
   }

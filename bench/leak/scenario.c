@@ -681,7 +681,7 @@ int lk_cost_virtual(int policy, uint64_t span_ns, lk_cost *out) {
       double vb = (double)(ev.v.busy - vb0);
       out->loss_idle = sep ? 1 - aw / span_ns : 1 - aw / ((double)span_ns - vb);
       qsort(tr.lat_ns, tr.nlat, sizeof *tr.lat_ns, cmp_d);
-      out->p99_ns = tr.nlat ? tr.lat_ns[(size_t)ceil(0.99 * tr.nlat) - 1] : 0;
+      out->p99_ns = lk_quantile(tr.lat_ns, tr.nlat, 0.99);
       out->lat_ns = tr.lat_ns;
       out->nlat = tr.nlat;
       tr.lat_ns = NULL;
@@ -866,7 +866,8 @@ int lk_run_real(const lk_config *c, lk_trace *tr) {
  * The virtual costs' two scenarios on a real pool (policy as in
  * lk_run_real): 20 us chain tasks spinning in real time, counted by the
  * harness; the idle victim gets one 200 us user-blocking task every 10-30 ms,
- * posted by the harness. Quantized: the idle scenario warms up 1.1 s, so the
+ * posted by the harness, and its start delays are the p99's sample (about
+ * 50 a second: the idle span sets how many). Quantized: the idle scenario warms up 1.1 s, so the
  * victim's level drops to low at the first epoch boundary. */
 
 typedef struct rchain {
@@ -922,12 +923,13 @@ static uint64_t os_time(pts_pool *pool, unsigned thread, who *x) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + st.idle_ns;
 }
 
-int lk_cost_real(int policy, uint64_t span_ns, lk_cost *out) {
+int lk_cost_real(int policy, uint64_t busy_span_ns, uint64_t idle_span_ns, lk_cost *out) {
   if (out == NULL || (unsigned)policy >= LK_POLICIES) return PTS_EINVAL;
   memset(out, 0, sizeof *out);
   bool sep = policy == LK_SEPARATE;
   int rc = 0;
   for (int scen = 0; scen < 2 && rc == 0; scen++) {
+    uint64_t span_ns = scen == 1 && idle_span_ns > 0 ? idle_span_ns : busy_span_ns;
     pts_pool *pool = NULL;
     pts_pool_options po = {sep ? 2u : 1u, sep ? PTS_POLICY_ROUND_ROBIN : (pts_policy)policy, 1, 0, false};
     rc = pts__pool_new_ext(&po, NULL, &pool);
@@ -1008,7 +1010,12 @@ int lk_cost_real(int policy, uint64_t span_ns, lk_cost *out) {
       }
       if (scen == 1) {
         qsort(tr.lat_ns, tr.nlat, sizeof *tr.lat_ns, cmp_d);
-        out->p99_ns = tr.nlat ? tr.lat_ns[(size_t)ceil(0.99 * tr.nlat) - 1] : 0;
+        out->p99_ns = lk_quantile(tr.lat_ns, tr.nlat, 0.99);
+        if (rc == 0) {
+          out->lat_ns = tr.lat_ns;
+          out->nlat = tr.nlat;
+          tr.lat_ns = NULL;
+        }
       }
     }
     pts_pool_shutdown(pool);
