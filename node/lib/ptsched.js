@@ -52,9 +52,10 @@ const kToken = Symbol('ptsched.token');
 const currentState = native.state;
 
 // ---- the task table ----
-// Two slots a task: the callback (null for a yield continuation) and the
-// scheduling state. The addon holds the slot number and the promise's
-// Node-API deferred; the promise is the only other object a task costs.
+// Three entries a task: the callback (null for a yield continuation), the
+// scheduling state and the promise. The addon holds the slot number, reads
+// the state and the promise from here, and settles the promise itself
+// (src/engine.cc), so the promise is the only other object a task costs.
 
 const table = [];
 const freeSlots = [];
@@ -63,31 +64,25 @@ function newSlot(cb, state) {
   const i = freeSlots.length !== 0 ? freeSlots.pop() : table.length;
   table[i] = cb;
   table[i + 1] = state;
+  table[i + 2] = undefined;
   return i;
 }
 
 function releaseSlot(i) {
   table[i] = undefined;
   table[i + 1] = undefined;
+  table[i + 2] = undefined;
   freeSlots.push(i);
 }
 
-// Called by the addon inside a Node callback scope for each task; the addon
-// settles the promise with the result, or rejects it with what this threw.
-// spec: set the current scheduling state to the task's, invoke the callback,
-// set the state back to null.
+// Called by the addon inside a Node callback scope for each task, with the
+// task's scheduling state already current; the addon settles the promise
+// with the result, or rejects it with what this threw.
 function run(i) {
   const cb = table[i];
-  const state = table[i + 1];
   releaseSlot(i);
   if (cb === null) return undefined;
-  if (state === undefined) return cb();
-  native.setState(state);
-  try {
-    return cb();
-  } finally {
-    native.setState(undefined);
-  }
+  return cb();
 }
 
 function releaseSlots(slots) {
@@ -98,8 +93,10 @@ function releaseSlots(slots) {
 function post(cb, handle, priority, delay, state) {
   const i = newSlot(cb, state);
   try {
-    if (handle === undefined && priority === -1 && delay === 0) return native.post(i);
-    return native.post(i, handle, priority, delay);
+    const p = handle === undefined && priority === -1 && delay === 0
+      ? native.post(i) : native.post(i, handle, priority, delay);
+    table[i + 2] = p;
+    return p;
   } catch (e) {
     releaseSlot(i);
     throw e;
@@ -109,7 +106,9 @@ function post(cb, handle, priority, delay, state) {
 function yieldTo(handle, priority) {
   const i = newSlot(null, undefined);
   try {
-    return native.yield(i, handle, priority);
+    const p = native.yield(i, handle, priority);
+    table[i + 2] = p;
+    return p;
   } catch (e) {
     releaseSlot(i);
     throw e;
@@ -131,7 +130,7 @@ function onDependentAbort(signal, reason) {
 // TaskSignal.prototype.addEventListener).
 const listenedDependents = new Set();
 
-native.init(run, onPriorityChange, onDependentAbort, { __proto__: null });
+native.init(run, onPriorityChange, onDependentAbort, { __proto__: null }, table);
 
 // ---- WebIDL conversions ----
 
