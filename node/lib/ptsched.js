@@ -54,7 +54,7 @@ const currentState = native.state;
 // ---- the task table ----
 // Three entries a task: the callback (null for a yield continuation), the
 // scheduling state and the promise. The addon holds the slot number, reads
-// the state and the promise from here, and settles the promise itself
+// the state from here when the task has one, and settles the promise
 // (src/engine.cc), so the promise is the only other object a task costs.
 
 const table = [];
@@ -76,13 +76,25 @@ function releaseSlot(i) {
 }
 
 // Called by the addon inside a Node callback scope for each task, with the
-// task's scheduling state already current; the addon settles the promise
-// with the result, or rejects it with what this threw.
+// task's scheduling state already current. A callback that returns
+// undefined (and a yield continuation) hands its promise back for the addon
+// to fulfil with undefined; any other outcome is settled here. Either way
+// the promise is settled before the scope's microtask checkpoint.
 function run(i) {
   const cb = table[i];
+  const p = table[i + 2];
   releaseSlot(i);
-  if (cb === null) return undefined;
-  return cb();
+  if (cb === null) return p;
+  let r;
+  try {
+    r = cb();
+  } catch (e) {
+    native.settle(p, e, true);
+    return undefined;
+  }
+  if (r === undefined) return p;
+  native.settle(p, r, false);
+  return undefined;
 }
 
 function releaseSlots(slots) {

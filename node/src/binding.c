@@ -544,6 +544,19 @@ static napi_value js_stats(napi_env env, napi_callback_info info) {
   return arr;
 }
 
+/* settle(promise, value, rejected): settles a task's promise from run()
+ * (a callback that returned a value or threw). */
+static napi_value js_settle(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  bool rejected = false;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 3) return throw_code(env, PTS_EINVAL);
+  napi_get_value_bool(env, argv[2], &rejected);
+  pts_node_promise_settle(argv[0], argv[1], rejected);
+  return NULL;
+}
+
 /* state(): the current scheduling state (V8's continuation-preserved
  * embedder data), or undefined. */
 static napi_value js_state(napi_env env, napi_callback_info info) {
@@ -635,6 +648,7 @@ NAPI_MODULE_INIT() {
       {"setPriority", js_set_priority}, {"priority", js_priority},
       {"stats", js_stats},       {"listen", js_listen},
       {"state", js_state},       {"setState", js_set_state},
+      {"settle", js_settle},
   };
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_value f;

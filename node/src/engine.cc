@@ -11,9 +11,10 @@
 //    which the scavenger visits while it lives. Here a task's promise is a
 //    plain V8 promise kept in the JS task table (slot + 2) and settled
 //    through v8::Promise::Resolver, which is the promise itself.
-// 3. The per-task run path (pts_node_engine_run): one handle scope, one
-//    callback scope on the stack and the call, instead of a dozen Node-API
-//    calls each checking and recording status.
+// 3. The per-task run path (pts_node_engine_run): one handle scope, the
+//    callback scope, the call and (for a callback that returned undefined)
+//    the fulfilment, instead of a dozen Node-API calls each checking and
+//    recording status.
 //
 // napi_value is a v8::Local<v8::Value> in Node-API's own implementation
 // (v8impl::V8LocalValueFromJsValue copies it bit for bit); to_v8/from_v8 rely
@@ -93,35 +94,40 @@ extern "C" int pts_node_engine_run(pts_node_engine *e, int32_t slot, bool has_st
   v8::Isolate *isolate = e->isolate;
   v8::HandleScope hs(isolate);
   v8::Local<v8::Context> ctx = isolate->GetCurrentContext();
-  v8::Local<v8::Array> table = e->table.Get(isolate);
-  v8::Local<v8::Value> state, p;
-  if ((has_state && !table->Get(ctx, slot + 1).ToLocal(&state)) ||
-      !table->Get(ctx, slot + 2).ToLocal(&p) || !p->IsPromise())
+  v8::Local<v8::Value> state;
+  if (has_state && !e->table.Get(isolate)->Get(ctx, slot + 1).ToLocal(&state))
     return isolate->IsExecutionTerminating() ? -1 : 0;
+  has_state = has_state && !state->IsUndefined();
   v8::Local<v8::Value> arg = v8::Integer::New(isolate, slot);
   int rc = 0;
   // Closing this scope (at return) runs nextTicks and the microtask
   // checkpoint, as after any Node callback.
   node::CallbackScope scope(isolate, e->resource.Get(isolate), e->actx);
   {
-    // run() invokes the callback; what it throws is caught here (so the
-    // callback scope is not marked failed) and rejects the promise.
+    // run() settles the promise itself unless the callback returned
+    // undefined; then it returns the promise, fulfilled here. It throws only
+    // on termination; the TryCatch keeps the callback scope from being
+    // marked failed otherwise.
     v8::TryCatch tc(isolate);
-    has_state = has_state && !state->IsUndefined();
     // spec: set the current scheduling state to the task's, invoke the
     // callback, set the state back to null.
     if (has_state) ctx->SetContinuationPreservedEmbedderData(state);
-    v8::Local<v8::Value> result;
-    bool ok = e->run.Get(isolate)->Call(ctx, v8::Undefined(isolate), 1, &arg).ToLocal(&result);
+    v8::Local<v8::Value> ret;
+    bool ok = e->run.Get(isolate)->Call(ctx, v8::Undefined(isolate), 1, &arg).ToLocal(&ret);
     if (has_state) ctx->SetContinuationPreservedEmbedderData(v8::Undefined(isolate));
-    if (!ok && (tc.HasTerminated() || !tc.CanContinue())) {
-      rc = -1;
-    } else if (!settle(ctx, p.As<v8::Promise::Resolver>(), ok,
-                       ok ? result : tc.Exception())) {
-      rc = isolate->IsExecutionTerminating() ? -1 : 0;
+    if (ok && ret->IsPromise()) {
+      ok = settle(ctx, ret.As<v8::Promise::Resolver>(), true, v8::Undefined(isolate));
     }
+    if (!ok && (tc.HasTerminated() || isolate->IsExecutionTerminating())) rc = -1;
   }
   return rc;
+}
+
+extern "C" void pts_node_promise_settle(napi_value promise, napi_value value, bool rejected) {
+  v8::Local<v8::Value> p = to_v8(promise);
+  if (!p->IsPromise()) return;
+  v8::Isolate *isolate = v8::Isolate::GetCurrent();
+  settle(isolate->GetCurrentContext(), p.As<v8::Promise::Resolver>(), !rejected, to_v8(value));
 }
 
 extern "C" void pts_node_engine_reject(pts_node_engine *e, int32_t slot, napi_value reason) {

@@ -38,12 +38,16 @@ void pts_node_engine_free(pts_node_engine *e);
 
 /* Runs the task in `slot` of the table as one macrotask: sets the task's
  * scheduling state (table[slot + 1], read only if has_state) as the
- * embedder data, calls run(slot)
- * inside a Node callback scope, settles the task's promise (table[slot + 2])
- * with its result or exception, and closes the scope (nextTicks and the
- * microtask checkpoint). Returns 0, or -1 when the isolate is terminating
- * (nothing more may run). Opens its own handle scope. */
+ * embedder data, calls run(slot) inside a Node callback scope (run settles
+ * the task's promise, or returns it to be fulfilled with undefined), and
+ * closes the scope (nextTicks and the microtask checkpoint). Returns 0, or
+ * -1 when the isolate is terminating (nothing more may run). Opens its own
+ * handle scope. */
 int pts_node_engine_run(pts_node_engine *e, int32_t slot, bool has_state);
+
+/* Settles promise (one from pts_node_promise_new; anything else is ignored):
+ * rejects it with value if rejected, else resolves it with value. */
+void pts_node_promise_settle(napi_value promise, napi_value value, bool rejected);
 
 /* Rejects the promise of `slot` with reason (a value of the caller's scope,
  * or NULL for undefined). Opens its own handle scope. */
