@@ -49,6 +49,7 @@ bool settle(v8::Local<v8::Context> ctx, v8::Local<v8::Promise::Resolver> promise
 
 struct pts_node_engine {
   v8::Isolate *isolate;
+  node::Environment *env; // the environment this engine was made in
   v8::Global<v8::Function> run;
   v8::Global<v8::Array> table;
   v8::Global<v8::Object> resource;
@@ -79,6 +80,7 @@ extern "C" pts_node_engine *pts_node_engine_new(napi_value run, napi_value table
   pts_node_engine *e = new (std::nothrow) pts_node_engine;
   if (!e) return nullptr;
   e->isolate = v8::Isolate::GetCurrent();
+  e->env = node::GetCurrentEnvironment(e->isolate->GetCurrentContext());
   e->run.Reset(e->isolate, fn.As<v8::Function>());
   e->table.Reset(e->isolate, tab.As<v8::Array>());
   e->resource.Reset(e->isolate, res.As<v8::Object>());
@@ -101,25 +103,21 @@ extern "C" int pts_node_engine_run(pts_node_engine *e, int32_t slot, bool has_st
   v8::Local<v8::Value> arg = v8::Integer::New(isolate, slot);
   int rc = 0;
   // Closing this scope (at return) runs nextTicks and the microtask
-  // checkpoint, as after any Node callback.
-  node::CallbackScope scope(isolate, e->resource.Get(isolate), e->actx);
-  {
-    // run() settles the promise itself unless the callback returned
-    // undefined; then it returns the promise, fulfilled here. It throws only
-    // on termination; the TryCatch keeps the callback scope from being
-    // marked failed otherwise.
-    v8::TryCatch tc(isolate);
-    // spec: set the current scheduling state to the task's, invoke the
-    // callback, set the state back to null.
-    if (has_state) ctx->SetContinuationPreservedEmbedderData(state);
-    v8::Local<v8::Value> ret;
-    bool ok = e->run.Get(isolate)->Call(ctx, v8::Undefined(isolate), 1, &arg).ToLocal(&ret);
-    if (has_state) ctx->SetContinuationPreservedEmbedderData(v8::Undefined(isolate));
-    if (ok && ret->IsPromise()) {
-      ok = settle(ctx, ret.As<v8::Promise::Resolver>(), true, v8::Undefined(isolate));
-    }
-    if (!ok && (tc.HasTerminated() || isolate->IsExecutionTerminating())) rc = -1;
+  // checkpoint, as after any Node callback. run() settles the promise itself
+  // unless the callback returned undefined; then it returns the promise,
+  // fulfilled here. It throws only on termination (or if settling itself
+  // failed): the scope's own TryCatch reports that as an uncaught exception.
+  node::CallbackScope scope(e->env, e->resource.Get(isolate), e->actx);
+  // spec: set the current scheduling state to the task's, invoke the
+  // callback, set the state back to null.
+  if (has_state) ctx->SetContinuationPreservedEmbedderData(state);
+  v8::Local<v8::Value> ret;
+  bool ok = e->run.Get(isolate)->Call(ctx, v8::Undefined(isolate), 1, &arg).ToLocal(&ret);
+  if (has_state) ctx->SetContinuationPreservedEmbedderData(v8::Undefined(isolate));
+  if (ok && ret->IsPromise()) {
+    ok = settle(ctx, ret.As<v8::Promise::Resolver>(), true, v8::Undefined(isolate));
   }
+  if (!ok && isolate->IsExecutionTerminating()) rc = -1;
   return rc;
 }
 
