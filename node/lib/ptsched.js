@@ -52,10 +52,14 @@ const kToken = Symbol('ptsched.token');
 const currentState = native.state;
 
 // ---- the task table ----
-// Three entries a task: the callback (null for a yield continuation), the
-// scheduling state and the promise. The addon holds the slot number, reads
-// the state from here when the task has one, and settles the promise
-// (src/engine.cc), so the promise is the only other object a task costs.
+// Three entries a task: the callback, the scheduling state and the promise.
+// The addon holds the slot number, reads the state from here when the task
+// has one, and settles the promise (src/engine.cc), so the promise is the
+// only other object a postTask task costs. A yield continuation is
+// [null, reject, resolve] instead: its promise is made in JS with its
+// resolving functions, which cost about 150 bytes more while it is pending
+// (there are few) and let run() fulfil it without the V8 API (promise
+// creation and fulfilment there cost about 60 ns each).
 
 const table = [];
 const freeSlots = [];
@@ -84,7 +88,10 @@ function run(i) {
   const cb = table[i];
   const p = table[i + 2];
   releaseSlot(i);
-  if (cb === null) return p;
+  if (cb === null) {
+    p(undefined);
+    return undefined;
+  }
   let r;
   try {
     r = cb();
@@ -115,16 +122,26 @@ function post(cb, handle, priority, delay, state) {
   }
 }
 
+const NativePromise = Promise;
+let resolveOut;
+let rejectOut;
+function captureResolvers(resolve, reject) {
+  resolveOut = resolve;
+  rejectOut = reject;
+}
+
 function yieldTo(handle, priority) {
-  const i = newSlot(null, undefined);
+  const p = new NativePromise(captureResolvers);
+  const i = newSlot(null, rejectOut);
+  table[i + 2] = resolveOut;
+  resolveOut = rejectOut = undefined;
   try {
-    const p = native.yield(i, handle, priority);
-    table[i + 2] = p;
-    return p;
+    native.yield(i, handle, priority);
   } catch (e) {
     releaseSlot(i);
     throw e;
   }
+  return p;
 }
 
 function onPriorityChange(signal, previous) {

@@ -277,20 +277,19 @@ static int get_int(napi_env env, napi_value v, int dflt) {
 
 /* ---- scheduler ---- */
 
-/* The common part of post and yield: queue(...) as the pts call, then a
- * promise for the task (JS keeps it in the table at slot + 2). On an error
- * nothing is queued and a JS error is thrown. */
+/* The common part of post and yield: queue(...) as the pts call. On an
+ * error nothing is queued and a JS error is thrown (returns false). */
 typedef int (*queue_fn)(env_st *st, void *data, const void *opts);
 
-static napi_value queue_slot(napi_env env, env_st *st, int32_t slot,
-                             queue_fn queue, void *data, const void *opts) {
-  if (slot < 0) return throw_code(env, PTS_EINVAL);
-  napi_value promise = pts_node_promise_new();
-  if (!promise) return NULL;
-  int rc = queue(st, data, opts);
-  if (rc < 0) return throw_code(env, rc);
+static bool queue_slot(napi_env env, env_st *st, int32_t slot, queue_fn queue,
+                       void *data, const void *opts) {
+  int rc = slot < 0 ? PTS_EINVAL : queue(st, data, opts);
+  if (rc < 0) {
+    throw_code(env, rc);
+    return false;
+  }
   st->pending++;
-  return promise;
+  return true;
 }
 
 static int queue_post(env_st *st, void *data, const void *opts) {
@@ -320,8 +319,10 @@ static napi_value js_post(napi_env env, napi_callback_info info) {
   bool delayed = o.delay_ms > 0;
   bool state = o.signal || o.priority != PTS_PRIORITY_UNSET; /* as JS post() */
   int32_t slot = get_int(env, argv[0], -1);
-  napi_value promise = queue_slot(env, st, slot, queue_post, SLOT_DATA(slot, delayed, state), &o);
-  if (!promise) return NULL;
+  /* The task's promise, settled by run() or the addon (engine.cc). */
+  napi_value promise = pts_node_promise_new();
+  if (!promise || !queue_slot(env, st, slot, queue_post, SLOT_DATA(slot, delayed, state), &o))
+    return NULL;
   if (delayed) {
     st->delayed++;
     heap_push(st, pts_loop_now(st->loop) + (uint64_t)o.delay_ms * 1000000u);
@@ -333,7 +334,8 @@ static napi_value js_post(napi_env env, napi_callback_info info) {
 }
 
 /* yield(slot, signalHandle|undefined, priority|-1): the caller (JS) has
- * computed the scheduling state; this queues the continuation. */
+ * computed the scheduling state and made the promise; this queues the
+ * continuation. */
 static napi_value js_yield(napi_env env, napi_callback_info info) {
   size_t argc = 3;
   napi_value argv[3];
@@ -345,9 +347,8 @@ static napi_value js_yield(napi_env env, napi_callback_info info) {
   o.priority = get_int(env, argv[2], PTS_PRIORITY_UNSET);
   if (!m && o.priority == PTS_PRIORITY_UNSET) o.priority = PTS_PRIORITY_USER_VISIBLE;
   int32_t slot = get_int(env, argv[0], -1);
-  napi_value promise = queue_slot(env, st, slot, queue_yield, SLOT_DATA(slot, 0, 0), &o);
-  if (promise) wake(st);
-  return promise;
+  if (queue_slot(env, st, slot, queue_yield, SLOT_DATA(slot, 0, 0), &o)) wake(st);
+  return NULL;
 }
 
 /* ---- signals ---- */

@@ -132,8 +132,15 @@ extern "C" void pts_node_engine_reject(pts_node_engine *e, int32_t slot, napi_va
   v8::Isolate *isolate = e->isolate;
   v8::HandleScope hs(isolate);
   v8::Local<v8::Context> ctx = isolate->GetCurrentContext();
-  v8::Local<v8::Value> p;
-  if (!e->table.Get(isolate)->Get(ctx, slot + 2).ToLocal(&p) || !p->IsPromise()) return;
-  settle(ctx, p.As<v8::Promise::Resolver>(), false,
-         reason ? to_v8(reason) : v8::Undefined(isolate).As<v8::Value>());
+  v8::Local<v8::Array> table = e->table.Get(isolate);
+  v8::Local<v8::Value> p, reject;
+  v8::Local<v8::Value> why = reason ? to_v8(reason) : v8::Undefined(isolate).As<v8::Value>();
+  if (!table->Get(ctx, slot + 2).ToLocal(&p)) return;
+  if (p->IsPromise()) {
+    settle(ctx, p.As<v8::Promise::Resolver>(), false, why);
+  } else if (table->Get(ctx, slot + 1).ToLocal(&reject) && reject->IsFunction()) {
+    // A yield continuation: [null, reject, resolve].
+    v8::MaybeLocal<v8::Value> r = reject.As<v8::Function>()->Call(ctx, v8::Undefined(isolate), 1, &why);
+    (void)r;
+  }
 }
