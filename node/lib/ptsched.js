@@ -86,7 +86,7 @@ function releaseSlot(i) {
 // the promise is settled before the scope's microtask checkpoint.
 function run(i) {
   const cb = table[i];
-  const p = table[i + 2];
+  const p = table[i + 2]; // a yield continuation's: its resolve function
   releaseSlot(i);
   if (cb === null) {
     p(undefined);

@@ -101,7 +101,6 @@ extern "C" int pts_node_engine_run(pts_node_engine *e, int32_t slot, bool has_st
     return isolate->IsExecutionTerminating() ? -1 : 0;
   has_state = has_state && !state->IsUndefined();
   v8::Local<v8::Value> arg = v8::Integer::New(isolate, slot);
-  int rc = 0;
   // Closing this scope (at return) runs nextTicks and the microtask
   // checkpoint, as after any Node callback. run() settles the promise itself
   // unless the callback returned undefined; then it returns the promise,
@@ -117,8 +116,7 @@ extern "C" int pts_node_engine_run(pts_node_engine *e, int32_t slot, bool has_st
   if (ok && ret->IsPromise()) {
     ok = settle(ctx, ret.As<v8::Promise::Resolver>(), true, v8::Undefined(isolate));
   }
-  if (!ok && isolate->IsExecutionTerminating()) rc = -1;
-  return rc;
+  return !ok && isolate->IsExecutionTerminating() ? -1 : 0;
 }
 
 extern "C" void pts_node_promise_settle(napi_value promise, napi_value value, bool rejected) {
