@@ -1,8 +1,8 @@
 'use strict';
 // The Node benchmark: the ptsched binding against scheduler-polyfill (npm) in
 // the same run. Each (implementation, case, run) is its own child process, so
-// neither implementation pays for the other (the binding's async_hooks
-// promise hook, the polyfill's MessageChannel), and the runs alternate
+// neither implementation pays for the other (the binding's loaded addon and
+// libuv handles, the polyfill's MessageChannel), and the runs alternate
 // between the two. Prints one table of medians and ratios and writes
 // JSON to --out (default: stdout only).
 //

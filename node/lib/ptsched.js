@@ -52,9 +52,14 @@ const kToken = Symbol('ptsched.token');
 const currentState = native.state;
 
 // ---- the task table ----
-// Two slots a task: the callback (null for a yield continuation) and the
-// scheduling state. The addon holds the slot number and the promise's
-// Node-API deferred; the promise is the only other object a task costs.
+// Three entries a task: the callback, the scheduling state and the promise.
+// The addon holds the slot number, reads the state from here when the task
+// has one, and settles the promise (src/engine.cc), so the promise is the
+// only other object a postTask task costs. A yield continuation is
+// [null, reject, resolve] instead: its promise is made in JS with its
+// resolving functions, which cost about 150 bytes more while it is pending
+// (there are few) and let run() fulfil it without the V8 API (promise
+// creation and fulfilment there cost about 60 ns each).
 
 const table = [];
 const freeSlots = [];
@@ -63,31 +68,40 @@ function newSlot(cb, state) {
   const i = freeSlots.length !== 0 ? freeSlots.pop() : table.length;
   table[i] = cb;
   table[i + 1] = state;
+  table[i + 2] = undefined;
   return i;
 }
 
 function releaseSlot(i) {
   table[i] = undefined;
   table[i + 1] = undefined;
+  table[i + 2] = undefined;
   freeSlots.push(i);
 }
 
-// Called by the addon inside a Node callback scope for each task; the addon
-// settles the promise with the result, or rejects it with what this threw.
-// spec: set the current scheduling state to the task's, invoke the callback,
-// set the state back to null.
+// Called by the addon inside a Node callback scope for each task, with the
+// task's scheduling state already current. A callback that returns
+// undefined (and a yield continuation) hands its promise back for the addon
+// to fulfil with undefined; any other outcome is settled here. Either way
+// the promise is settled before the scope's microtask checkpoint.
 function run(i) {
   const cb = table[i];
-  const state = table[i + 1];
+  const p = table[i + 2]; // a yield continuation's: its resolve function
   releaseSlot(i);
-  if (cb === null) return undefined;
-  if (state === undefined) return cb();
-  native.setState(state);
-  try {
-    return cb();
-  } finally {
-    native.setState(undefined);
+  if (cb === null) {
+    p(undefined);
+    return undefined;
   }
+  let r;
+  try {
+    r = cb();
+  } catch (e) {
+    native.settle(p, e, true);
+    return undefined;
+  }
+  if (r === undefined) return p;
+  native.settle(p, r, false);
+  return undefined;
 }
 
 function releaseSlots(slots) {
@@ -98,22 +112,36 @@ function releaseSlots(slots) {
 function post(cb, handle, priority, delay, state) {
   const i = newSlot(cb, state);
   try {
-    if (handle === undefined && priority === -1 && delay === 0) return native.post(i);
-    return native.post(i, handle, priority, delay);
+    const p = handle === undefined && priority === -1 && delay === 0
+      ? native.post(i) : native.post(i, handle, priority, delay);
+    table[i + 2] = p;
+    return p;
   } catch (e) {
     releaseSlot(i);
     throw e;
   }
 }
 
+const NativePromise = Promise;
+let resolveOut;
+let rejectOut;
+function captureResolvers(resolve, reject) {
+  resolveOut = resolve;
+  rejectOut = reject;
+}
+
 function yieldTo(handle, priority) {
-  const i = newSlot(null, undefined);
+  const p = new NativePromise(captureResolvers);
+  const i = newSlot(null, rejectOut);
+  table[i + 2] = resolveOut;
+  resolveOut = rejectOut = undefined;
   try {
-    return native.yield(i, handle, priority);
+    native.yield(i, handle, priority);
   } catch (e) {
     releaseSlot(i);
     throw e;
   }
+  return p;
 }
 
 function onPriorityChange(signal, previous) {
@@ -131,7 +159,7 @@ function onDependentAbort(signal, reason) {
 // TaskSignal.prototype.addEventListener).
 const listenedDependents = new Set();
 
-native.init(run, onPriorityChange, onDependentAbort, { __proto__: null });
+native.init(run, onPriorityChange, onDependentAbort, { __proto__: null }, table);
 
 // ---- WebIDL conversions ----
 

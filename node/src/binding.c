@@ -22,7 +22,8 @@
  *     spurious wake-up.
  * Each task runs inside its own Node callback scope, so process.nextTick
  * callbacks and the microtask checkpoint run after it, like any macrotask;
- * the task's promise is settled inside that scope, before the checkpoint.
+ * the task's promise is settled inside that scope, before the checkpoint
+ * (engine.cc: pts_node_engine_run).
  *
  * Abort: JS calls abort(handle, reason) from the signal's 'abort' listener;
  * pts_controller_abort() then calls every pending task's function with
@@ -40,7 +41,7 @@
 
 #include "ptsched.h"
 
-#include "cped.h"
+#include "engine.h"
 
 /* How long one check-phase run may take before libuv gets the thread back. */
 #define BUDGET_NS (2 * 1000 * 1000)
@@ -53,11 +54,9 @@ typedef struct env_st {
   uv_check_t check;
   uv_idle_t idle;
   uv_timer_t timer;
-  napi_ref run_fn;     /* JS: run(slot) -> the callback's result (or throws) */
+  pts_node_engine *engine; /* run(slot), the task table, the async resource */
   napi_ref prio_fn;    /* JS: onPriorityChange(signal, previous) */
   napi_ref abort_fn;   /* JS: onDependentAbort(signal, reason) */
-  napi_ref resource;   /* the async resource tasks run under */
-  napi_async_context actx;
   napi_value reason;   /* the abort reason while abort() runs, else NULL */
   uint64_t budget_end;
   bool budget_hit;
@@ -72,17 +71,18 @@ typedef struct env_st {
   size_t pending;      /* tasks and continuations not yet settled */
   int32_t *aborted;    /* slots of the tasks abort() released, see js_abort */
   size_t n_aborted, cap_aborted;
-  napi_deferred *deferred; /* the promise of each pending slot (slot / 2) */
-  size_t cap_deferred;
 } env_st;
 
 /* A task (postTask task or yield continuation) is a slot number of the JS
- * task table (lib/ptsched.js: callback, state), carried as the pts task's
- * data with the "delayed" bit, plus the Node-API deferred of its promise in
- * st->deferred: no allocation and no reference per task here, and the only
+ * task table (lib/ptsched.js: callback, state, promise), carried as the pts
+ * task's data with two bits: "delayed", and "has a scheduling state" (a
+ * postTask with a signal or a priority), so a task without one does not read
+ * it. No allocation, no reference and no handle per task here, and the only
  * JS object per task besides the caller's callback is the promise. */
-#define SLOT_DATA(slot, delayed) ((void *)(uintptr_t)(((uintptr_t)(slot) << 1) | (delayed)))
-#define DATA_SLOT(data) ((int32_t)((uintptr_t)(data) >> 1))
+#define SLOT_DATA(slot, delayed, state)                                        \
+  ((void *)(uintptr_t)(((uintptr_t)(slot) << 2) | ((uintptr_t)(state) << 1) | (delayed)))
+#define DATA_SLOT(data) ((int32_t)((uintptr_t)(data) >> 2))
+#define DATA_STATE(data) (((uintptr_t)(data) >> 1) & 1u)
 #define DATA_DELAYED(data) ((uintptr_t)(data) & 1u)
 
 /* The native side of one JS AbortSignal/TaskSignal. */
@@ -113,7 +113,6 @@ static napi_value throw_code(napi_env env, int code) {
 static void maybe_free_st(env_st *st) {
   if (st->closing && st->open_handles == 0 && st->mirrors == 0) {
     free(st->aborted);
-    free(st->deferred);
     free(st->heap);
     free(st);
   }
@@ -216,15 +215,14 @@ static void after_task(env_st *st) {
   }
 }
 
-/* The task function of both forms. status 0: run(slot) inside a callback
- * scope (JS invokes the callback and settles the promise); PTS_EABORT: the
+/* The task function of both forms. status 0: run the task (engine.cc: its
+ * state, run(slot) and its promise, in a callback scope); PTS_EABORT: the
  * slot is handed back by the abort() that is running; PTS_ECANCELED: the
  * loop is going away. */
 static _Thread_local env_st *cur_st; /* this thread's env (one per thread) */
 
 static void task_fn(void *data, int status) {
   env_st *st = cur_st;
-  napi_env env = st->env;
   st->pending--;
   if (DATA_DELAYED(data)) {
     st->delayed--;
@@ -232,13 +230,9 @@ static void task_fn(void *data, int status) {
   }
   if (st->closing || status == PTS_ECANCELED) return;
   int32_t slot = DATA_SLOT(data);
-  napi_deferred d = st->deferred[slot >> 1];
-  st->deferred[slot >> 1] = NULL;
   if (status != 0) {
     /* Inside js_abort: reject now with its reason; JS frees the slot. */
-    napi_value reason = st->reason;
-    if (!reason) napi_get_undefined(env, &reason);
-    napi_reject_deferred(env, d, reason);
+    pts_node_engine_reject(st->engine, slot, st->reason);
     if (st->n_aborted == st->cap_aborted) {
       size_t cap = st->cap_aborted ? st->cap_aborted * 2 : 64;
       int32_t *a = realloc(st->aborted, cap * sizeof *a);
@@ -249,46 +243,14 @@ static void task_fn(void *data, int status) {
     st->aborted[st->n_aborted++] = slot;
     return;
   }
-  napi_handle_scope hs;
-  napi_open_handle_scope(env, &hs);
-  napi_value resource, fn, arg, result, undef;
-  napi_get_reference_value(env, st->resource, &resource);
-  napi_get_reference_value(env, st->run_fn, &fn);
-  napi_get_undefined(env, &undef);
-  napi_create_int32(env, slot, &arg);
-  /* Inside one callback scope: run() invokes the callback with the task's
-   * scheduling state; what it throws is caught by napi_call_function's own
-   * TryCatch (so the scope is not marked failed) and rejects the promise;
-   * then closing the scope runs nextTicks and the microtask checkpoint, as
-   * after any Node callback. */
-  napi_callback_scope cs;
-  napi_open_callback_scope(env, resource, st->actx, &cs);
-  if (napi_call_function(env, undef, fn, 1, &arg, &result) == napi_ok) {
-    napi_resolve_deferred(env, d, result);
-  } else {
-    napi_value e;
-    if (napi_get_and_clear_last_exception(env, &e) != napi_ok) e = undef;
-    napi_reject_deferred(env, d, e);
+  if (pts_node_engine_run(st->engine, slot, DATA_STATE(data)) < 0) {
+    /* The isolate is terminating (process.exit() in a worker): run no more
+     * JS; teardown releases the rest. */
+    st->budget_hit = true;
+    pts_loop_stop(st->loop);
+    return;
   }
-  napi_close_callback_scope(env, cs);
-  napi_close_handle_scope(env, hs);
   after_task(st);
-}
-
-/* Records the deferred of a new promise for slot; false if out of memory. */
-static bool set_deferred(env_st *st, int32_t slot, napi_deferred d) {
-  size_t i = (size_t)slot >> 1;
-  if (i >= st->cap_deferred) {
-    size_t cap = st->cap_deferred ? st->cap_deferred : 256;
-    while (cap <= i) cap *= 2;
-    napi_deferred *a = realloc(st->deferred, cap * sizeof *a);
-    if (!a) return false;
-    memset(a + st->cap_deferred, 0, (cap - st->cap_deferred) * sizeof *a);
-    st->deferred = a;
-    st->cap_deferred = cap;
-  }
-  st->deferred[i] = d;
-  return true;
 }
 
 /* ---- argument helpers ---- */
@@ -315,27 +277,19 @@ static int get_int(napi_env env, napi_value v, int dflt) {
 
 /* ---- scheduler ---- */
 
-/* The common part of post and yield: a promise for slot (its deferred kept
- * in st->deferred), then queue(...) as the pts call. On an error nothing is
- * queued, the promise is dropped (rejected, unobserved) and a JS error
- * thrown. */
+/* The common part of post and yield: queue(...) as the pts call. On an
+ * error nothing is queued and a JS error is thrown (returns false). */
 typedef int (*queue_fn)(env_st *st, void *data, const void *opts);
 
-static napi_value queue_slot(napi_env env, env_st *st, int32_t slot,
-                             queue_fn queue, void *data, const void *opts) {
-  napi_deferred d;
-  napi_value promise, undef;
-  if (slot < 0) return throw_code(env, PTS_EINVAL);
-  CHECK(napi_create_promise(env, &d, &promise));
-  int rc = set_deferred(st, slot, d) ? queue(st, data, opts) : PTS_ENOMEM;
+static bool queue_slot(napi_env env, env_st *st, int32_t slot, queue_fn queue,
+                       void *data, const void *opts) {
+  int rc = slot < 0 ? PTS_EINVAL : queue(st, data, opts);
   if (rc < 0) {
-    if ((size_t)(slot >> 1) < st->cap_deferred) st->deferred[slot >> 1] = NULL;
-    napi_get_undefined(env, &undef);
-    napi_reject_deferred(env, d, undef);
-    return throw_code(env, rc);
+    throw_code(env, rc);
+    return false;
   }
   st->pending++;
-  return promise;
+  return true;
 }
 
 static int queue_post(env_st *st, void *data, const void *opts) {
@@ -363,9 +317,12 @@ static napi_value js_post(napi_env env, napi_callback_info info) {
     o.delay_ms = (int64_t)delay;
   }
   bool delayed = o.delay_ms > 0;
+  bool state = o.signal || o.priority != PTS_PRIORITY_UNSET; /* as JS post() */
   int32_t slot = get_int(env, argv[0], -1);
-  napi_value promise = queue_slot(env, st, slot, queue_post, SLOT_DATA(slot, delayed), &o);
-  if (!promise) return NULL;
+  /* The task's promise, settled by run() or the addon (engine.cc). */
+  napi_value promise = pts_node_promise_new();
+  if (!promise || !queue_slot(env, st, slot, queue_post, SLOT_DATA(slot, delayed, state), &o))
+    return NULL;
   if (delayed) {
     st->delayed++;
     heap_push(st, pts_loop_now(st->loop) + (uint64_t)o.delay_ms * 1000000u);
@@ -377,7 +334,8 @@ static napi_value js_post(napi_env env, napi_callback_info info) {
 }
 
 /* yield(slot, signalHandle|undefined, priority|-1): the caller (JS) has
- * computed the scheduling state; this queues the continuation. */
+ * computed the scheduling state and made the promise; this queues the
+ * continuation. */
 static napi_value js_yield(napi_env env, napi_callback_info info) {
   size_t argc = 3;
   napi_value argv[3];
@@ -389,9 +347,8 @@ static napi_value js_yield(napi_env env, napi_callback_info info) {
   o.priority = get_int(env, argv[2], PTS_PRIORITY_UNSET);
   if (!m && o.priority == PTS_PRIORITY_UNSET) o.priority = PTS_PRIORITY_USER_VISIBLE;
   int32_t slot = get_int(env, argv[0], -1);
-  napi_value promise = queue_slot(env, st, slot, queue_yield, SLOT_DATA(slot, 0), &o);
-  if (promise) wake(st);
-  return promise;
+  if (queue_slot(env, st, slot, queue_yield, SLOT_DATA(slot, 0, 0), &o)) wake(st);
+  return NULL;
 }
 
 /* ---- signals ---- */
@@ -588,6 +545,19 @@ static napi_value js_stats(napi_env env, napi_callback_info info) {
   return arr;
 }
 
+/* settle(promise, value, rejected): settles a task's promise from run()
+ * (a callback that returned a value or threw). */
+static napi_value js_settle(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  bool rejected = false;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 3) return throw_code(env, PTS_EINVAL);
+  napi_get_value_bool(env, argv[2], &rejected);
+  pts_node_promise_settle(argv[0], argv[1], rejected);
+  return NULL;
+}
+
 /* state(): the current scheduling state (V8's continuation-preserved
  * embedder data), or undefined. */
 static napi_value js_state(napi_env env, napi_callback_info info) {
@@ -605,19 +575,17 @@ static napi_value js_set_state(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/* init(run, onPriorityChange, onDependentAbort, resource) */
+/* init(run, onPriorityChange, onDependentAbort, resource, table) */
 static napi_value js_init(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value argv[4], name;
+  size_t argc = 5;
+  napi_value argv[5];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   env_st *st = get_st(env);
-  if (st->prio_fn) return NULL;
-  CHECK(napi_create_reference(env, argv[0], 1, &st->run_fn));
+  if (st->engine) return NULL;
   CHECK(napi_create_reference(env, argv[1], 1, &st->prio_fn));
   CHECK(napi_create_reference(env, argv[2], 1, &st->abort_fn));
-  CHECK(napi_create_reference(env, argv[3], 1, &st->resource));
-  CHECK(napi_create_string_utf8(env, "ptsched.task", NAPI_AUTO_LENGTH, &name));
-  CHECK(napi_async_init(env, argv[3], name, &st->actx));
+  st->engine = pts_node_engine_new(argv[0], argv[4], argv[3]);
+  if (!st->engine) return throw_code(env, PTS_EINVAL);
   return NULL;
 }
 
@@ -640,6 +608,8 @@ static void cleanup(napi_async_cleanup_hook_handle handle, void *arg) {
   st->closing = true;
   pts_loop_free(st->loop);
   st->loop = NULL;
+  pts_node_engine_free(st->engine);
+  st->engine = NULL;
   uv_close((uv_handle_t *)&st->check, on_closed);
   uv_close((uv_handle_t *)&st->idle, on_closed);
   uv_close((uv_handle_t *)&st->timer, on_closed);
@@ -679,6 +649,7 @@ NAPI_MODULE_INIT() {
       {"setPriority", js_set_priority}, {"priority", js_priority},
       {"stats", js_stats},       {"listen", js_listen},
       {"state", js_state},       {"setState", js_set_state},
+      {"settle", js_settle},
   };
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_value f;

@@ -63,13 +63,23 @@ test('post-task callbacks run as separate tasks: microtasks in between', async (
     scheduler.postTask(() => order.push('b')),
   ]);
   assert.deepEqual(order, ['a', 'a-tick', 'a-microtask', 'b']);
-  // The promise of a task settles before the next task runs.
+  // The promise of a task settles before the next task runs, whichever way
+  // it settles (the addon fulfils the undefined results, run() the rest),
+  // and so does a yield continuation's (which runs first: continuations
+  // come before tasks of their priority).
   const seen = [];
   const p1 = scheduler.postTask(() => 1);
   p1.then(() => seen.push('p1-then'));
-  const p2 = scheduler.postTask(() => seen.push('task2'));
-  await Promise.all([p1, p2]);
-  assert.deepEqual(seen, ['p1-then', 'task2']);
+  const p2 = scheduler.postTask(() => { seen.push('task2'); });
+  p2.then((v) => seen.push(`p2-then ${v}`));
+  const p3 = scheduler.postTask(() => { throw new Error('p3'); });
+  p3.catch(() => seen.push('p3-catch'));
+  const p4 = scheduler.yield();
+  p4.then((v) => seen.push(`p4-then ${v}`));
+  const p5 = scheduler.postTask(() => seen.push('task5'));
+  await Promise.all([p1, p2, p3.catch(() => {}), p4, p5]);
+  assert.deepEqual(seen, ['p4-then undefined', 'p1-then', 'task2', 'p2-then undefined',
+                          'p3-catch', 'task5']);
 });
 
 test('post-task-delay: a delayed task runs after at least its delay', async () => {

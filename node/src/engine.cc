@@ -1,0 +1,144 @@
+// The V8 and Node C++ the addon uses where Node-API falls short; everything
+// else is Node-API (binding.c). Three things:
+//
+// 1. V8's continuation-preserved embedder data (CPED), which V8 stores on each
+//    promise reaction when it is registered (then/await) and restores while
+//    the reaction runs: HostMakeJobCallback / HostCallJobCallback for the
+//    scheduling state, at no cost per promise (async_hooks would call into
+//    JS for every promise).
+// 2. Promises without a handle of their own. napi_create_promise pairs each
+//    promise with a napi_deferred, a V8 global handle plus a malloc'd holder,
+//    which the scavenger visits while it lives. Here a task's promise is a
+//    plain V8 promise kept in the JS task table (slot + 2) and settled
+//    through v8::Promise::Resolver, which is the promise itself.
+// 3. The per-task run path (pts_node_engine_run): one handle scope, the
+//    callback scope, the call and (for a callback that returned undefined)
+//    the fulfilment, instead of a dozen Node-API calls each checking and
+//    recording status.
+//
+// napi_value is a v8::Local<v8::Value> in Node-API's own implementation
+// (v8impl::V8LocalValueFromJsValue copies it bit for bit); to_v8/from_v8 rely
+// on that, and on node exporting the V8 and node:: C++ API, which it does.
+#include <string.h>
+
+#include <node.h>
+#include <v8.h>
+
+#include "engine.h"
+
+namespace {
+v8::Local<v8::Value> to_v8(napi_value v) {
+  v8::Local<v8::Value> local;
+  memcpy(static_cast<void *>(&local), &v, sizeof v);
+  return local;
+}
+napi_value from_v8(v8::Local<v8::Value> local) {
+  napi_value v;
+  memcpy(static_cast<void *>(&v), &local, sizeof local);
+  return v;
+}
+
+// Settles promise; false if V8 could not (the isolate is terminating). A
+// promise already settled stays as it is.
+bool settle(v8::Local<v8::Context> ctx, v8::Local<v8::Promise::Resolver> promise,
+            bool ok, v8::Local<v8::Value> value) {
+  v8::Maybe<bool> r = ok ? promise->Resolve(ctx, value) : promise->Reject(ctx, value);
+  return r.IsJust();
+}
+}  // namespace
+
+struct pts_node_engine {
+  v8::Isolate *isolate;
+  node::Environment *env; // the environment this engine was made in
+  v8::Global<v8::Function> run;
+  v8::Global<v8::Array> table;
+  v8::Global<v8::Object> resource;
+  node::async_context actx;
+};
+
+extern "C" napi_value pts_node_cped_get(void) {
+  v8::Isolate *isolate = v8::Isolate::GetCurrent();
+  return from_v8(isolate->GetCurrentContext()->GetContinuationPreservedEmbedderData());
+}
+
+extern "C" void pts_node_cped_set(napi_value value) {
+  v8::Isolate *isolate = v8::Isolate::GetCurrent();
+  isolate->GetCurrentContext()->SetContinuationPreservedEmbedderData(to_v8(value));
+}
+
+extern "C" napi_value pts_node_promise_new(void) {
+  v8::Isolate *isolate = v8::Isolate::GetCurrent();
+  v8::Local<v8::Promise::Resolver> r;
+  if (!v8::Promise::Resolver::New(isolate->GetCurrentContext()).ToLocal(&r)) return nullptr;
+  return from_v8(r->GetPromise());
+}
+
+extern "C" pts_node_engine *pts_node_engine_new(napi_value run, napi_value table,
+                                                napi_value resource) {
+  v8::Local<v8::Value> fn = to_v8(run), tab = to_v8(table), res = to_v8(resource);
+  if (!fn->IsFunction() || !tab->IsArray() || !res->IsObject()) return nullptr;
+  pts_node_engine *e = new (std::nothrow) pts_node_engine;
+  if (!e) return nullptr;
+  e->isolate = v8::Isolate::GetCurrent();
+  e->env = node::GetCurrentEnvironment(e->isolate->GetCurrentContext());
+  e->run.Reset(e->isolate, fn.As<v8::Function>());
+  e->table.Reset(e->isolate, tab.As<v8::Array>());
+  e->resource.Reset(e->isolate, res.As<v8::Object>());
+  e->actx = node::EmitAsyncInit(e->isolate, res.As<v8::Object>(), "ptsched.task");
+  return e;
+}
+
+extern "C" void pts_node_engine_free(pts_node_engine *e) {
+  delete e;  // the Globals release their handles
+}
+
+extern "C" int pts_node_engine_run(pts_node_engine *e, int32_t slot, bool has_state) {
+  v8::Isolate *isolate = e->isolate;
+  v8::HandleScope hs(isolate);
+  v8::Local<v8::Context> ctx = isolate->GetCurrentContext();
+  v8::Local<v8::Value> state;
+  if (has_state && !e->table.Get(isolate)->Get(ctx, slot + 1).ToLocal(&state))
+    return isolate->IsExecutionTerminating() ? -1 : 0;
+  has_state = has_state && !state->IsUndefined();
+  v8::Local<v8::Value> arg = v8::Integer::New(isolate, slot);
+  // Closing this scope (at return) runs nextTicks and the microtask
+  // checkpoint, as after any Node callback. run() settles the promise itself
+  // unless the callback returned undefined; then it returns the promise,
+  // fulfilled here. It throws only on termination (or if settling itself
+  // failed): the scope's own TryCatch reports that as an uncaught exception.
+  node::CallbackScope scope(e->env, e->resource.Get(isolate), e->actx);
+  // spec: set the current scheduling state to the task's, invoke the
+  // callback, set the state back to null.
+  if (has_state) ctx->SetContinuationPreservedEmbedderData(state);
+  v8::Local<v8::Value> ret;
+  bool ok = e->run.Get(isolate)->Call(ctx, v8::Undefined(isolate), 1, &arg).ToLocal(&ret);
+  if (has_state) ctx->SetContinuationPreservedEmbedderData(v8::Undefined(isolate));
+  if (ok && ret->IsPromise()) {
+    ok = settle(ctx, ret.As<v8::Promise::Resolver>(), true, v8::Undefined(isolate));
+  }
+  return !ok && isolate->IsExecutionTerminating() ? -1 : 0;
+}
+
+extern "C" void pts_node_promise_settle(napi_value promise, napi_value value, bool rejected) {
+  v8::Local<v8::Value> p = to_v8(promise);
+  if (!p->IsPromise()) return;
+  v8::Isolate *isolate = v8::Isolate::GetCurrent();
+  settle(isolate->GetCurrentContext(), p.As<v8::Promise::Resolver>(), !rejected, to_v8(value));
+}
+
+extern "C" void pts_node_engine_reject(pts_node_engine *e, int32_t slot, napi_value reason) {
+  v8::Isolate *isolate = e->isolate;
+  v8::HandleScope hs(isolate);
+  v8::Local<v8::Context> ctx = isolate->GetCurrentContext();
+  v8::Local<v8::Array> table = e->table.Get(isolate);
+  v8::Local<v8::Value> p, reject;
+  v8::Local<v8::Value> why = reason ? to_v8(reason) : v8::Undefined(isolate).As<v8::Value>();
+  if (!table->Get(ctx, slot + 2).ToLocal(&p)) return;
+  if (p->IsPromise()) {
+    settle(ctx, p.As<v8::Promise::Resolver>(), false, why);
+  } else if (table->Get(ctx, slot + 1).ToLocal(&reject) && reject->IsFunction()) {
+    // A yield continuation: [null, reject, resolve].
+    v8::MaybeLocal<v8::Value> r = reject.As<v8::Function>()->Call(ctx, v8::Undefined(isolate), 1, &why);
+    (void)r;
+  }
+}

@@ -1,0 +1,60 @@
+/* What the addon needs from V8 and Node's C++ API where Node-API falls short
+ * (see engine.cc): the continuation-preserved embedder data, promises without
+ * a global handle each, and the per-task run path. All of it runs on the
+ * calling thread's isolate, inside a handle scope (a Node-API call, or the
+ * one the function opens itself), and only on the environment's own thread.
+ */
+#ifndef PTS_NODE_ENGINE_H
+#define PTS_NODE_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <node/node_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* V8's continuation-preserved embedder data: the current scheduling state
+ * object, or undefined. */
+napi_value pts_node_cped_get(void);
+/* Sets it; promise reactions registered from now on carry value. */
+void pts_node_cped_set(napi_value value);
+
+/* A new pending promise in the caller's handle scope. NULL if V8 failed (an
+ * exception is then pending). */
+napi_value pts_node_promise_new(void);
+
+/* The per-environment part: strong handles to run(slot), the task table and
+ * the async resource tasks run under. Created by js_init, freed at teardown;
+ * owner thread only. */
+typedef struct pts_node_engine pts_node_engine;
+
+/* NULL when out of memory. Must be called inside a Node-API callback. */
+pts_node_engine *pts_node_engine_new(napi_value run, napi_value table,
+                                     napi_value resource);
+void pts_node_engine_free(pts_node_engine *e);
+
+/* Runs the task in `slot` of the table as one macrotask: sets the task's
+ * scheduling state (table[slot + 1], read only if has_state) as the
+ * embedder data, calls run(slot) inside a Node callback scope (run settles
+ * the task's promise, or returns it to be fulfilled with undefined), and
+ * closes the scope (nextTicks and the microtask checkpoint). Returns 0, or
+ * -1 when the isolate is terminating (nothing more may run). Opens its own
+ * handle scope. */
+int pts_node_engine_run(pts_node_engine *e, int32_t slot, bool has_state);
+
+/* Settles promise (one from pts_node_promise_new; anything else is ignored):
+ * rejects it with value if rejected, else resolves it with value. */
+void pts_node_promise_settle(napi_value promise, napi_value value, bool rejected);
+
+/* Rejects the promise of `slot` (a yield continuation's through its reject
+ * function, table[slot + 1]) with reason (a value of the caller's scope,
+ * or NULL for undefined). Opens its own handle scope. */
+void pts_node_engine_reject(pts_node_engine *e, int32_t slot, napi_value reason);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PTS_NODE_ENGINE_H */
