@@ -185,16 +185,16 @@ void pts_promise_ref(pts_promise *p) {
   p->refs++;
 }
 
-/* The last reference went: out of line, so the common unref (a count that
- * stays above zero) is a decrement and a branch. */
 /* The hot case (settled with a value that holds nothing, no reactions) has
  * nothing to release. */
 static inline void promise_release_contents(pts_promise *p) {
   if (p->rhead != NULL || p->result.kind >= PTS_VALUE_BOX) release_contents(p);
 }
 
-/* The last reference went (so an embedded promise is on the live list: its
- * caller's part, which held a reference, has ended). */
+/* The last reference went: out of line, so the common unref (a count that
+ * stays above zero) is a decrement and a branch. An embedded promise is on
+ * the live list by then: its caller's part, which held a reference, has
+ * ended. */
 static __attribute__((noinline)) void promise_free(pts_promise *p) {
   pts_loop *loop = p->loop;
   plink_unlink(&p->link);
