@@ -69,6 +69,29 @@ TEST_F(Scheduler, BurstsHonourStopAndOrdinaryTasks) {
   ExpectNoLiveTasks();
 }
 
+// A burst also ends when a command arrives in the inbox: a message posted
+// "from another thread" (any thread may post) by task 1, the first of the
+// burst after task 0, takes its turn by the policy, ahead of the background
+// tasks still queued.
+TEST_F(Scheduler, BurstsEndWhenTheInboxHasACommand) {
+  for (int i = 0; i < 4; i++) {
+    pts_post_options o = Prio(PTS_PRIORITY_BACKGROUND);
+    ASSERT_EQ(PostCb([this, i](int st) {
+                if (st) return;
+                Push(std::to_string(i));
+                if (i != 1) return;
+                ASSERT_EQ(pts_queue_task_from_any_thread(
+                              g, PTS_SOURCE_MESSAGE,
+                              [](void *d, int) { static_cast<Scheduler *>(d)->Push("m"); },
+                              this),
+                          0);
+              }, &o), 0);
+  }
+  Run();
+  EXPECT_EQ(ids, (std::vector<std::string>{"0", "1", "m", "2", "3"}));
+  ExpectNoLiveTasks();
+}
+
 TEST_F(Scheduler, CallbackFormAbortCallsTheCallbackOnceWithEAbort) {
   pts_controller *c = TaskController();
   pts_post_options o = Sig(pts_controller_signal(c));
