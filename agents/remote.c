@@ -28,6 +28,7 @@
  * are gone (release command), when the agent is torn down, or when its
  * creation command is released. The struct is freed when refs reaches 0.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -276,28 +277,40 @@ int pts_remote_controller_set_priority(pts_remote_controller *rc, int priority,
 
 /* ==== postTask from any thread ==== */
 
+/* The first part is what every post needs. A post with no done callback,
+ * controller, delay or reply_to (no `extras`) writes only that part, and
+ * neither thread touches the rest, so the pool thread takes one cache line
+ * from the poster per task: the part is 56 bytes, the rest of the node
+ * cache's first line after its 8-byte tag (sync/nodecache.h). Measured in
+ * docs/agents.md ("Hot paths"). */
 typedef struct xtask {
   pts__command cmd; /* the post, in the target's inbox */
   pts_agent *agent; /* the target (no reference: used on its thread only) */
   pts_task_callback cb;
   void *data;
+  uint64_t due_ns; /* when the task became due, for the start-delay histogram */
+  int32_t priority;
+  bool extras; /* the fields below are set */
+  /* With extras only. */
   pts_result_fn done;
   void *done_data;
   pts_agent *reply_to;       /* a reference, or NULL */
   pts_remote_controller *rc; /* a command reference until applied, or NULL */
   pts_signal *signal;        /* borrowed: held by the task's state while pending */
-  int priority;
   int64_t delay_ms;
-  uint64_t due_ns; /* when the task became due, for the start-delay histogram */
   int status;
   pts_value result;
   pts__command reply_cmd; /* the result, in reply_to's inbox */
   pts__task reply_task;   /* ...then a message task on reply_to's loop */
 } xtask;
 
+_Static_assert(offsetof(xtask, done) <= 56, "an xtask's common part fits 56 bytes");
+
 static void xtask_free(xtask *x) {
-  if (x->rc) rc_drop(x->rc);
-  if (x->reply_to) pts_agent_unref(x->reply_to);
+  if (x->extras) {
+    if (x->rc) rc_drop(x->rc);
+    if (x->reply_to) pts_agent_unref(x->reply_to);
+  }
   pts__node_put(x); /* back to the poster's cache (sync/nodecache.h) */
 }
 
@@ -340,7 +353,7 @@ static void deliver(xtask *x, int status, pts_value v) {
     v = pts_error_value(PTS_ETYPE, "a promise cannot be a cross-thread result");
     status = PTS_EERROR;
   }
-  if (x->done == NULL) {
+  if (!x->extras || x->done == NULL) {
     pts_value_release(v);
     xtask_free(x);
     return;
@@ -415,7 +428,7 @@ static void xtask_run(void *d, int status) {
      * the outcome is settled (the scheduler called this task as script, so
      * the clean-up is done here), and an abort they cause wins. */
     pts__loop_perform_checkpoint(a->loop);
-    if (x->signal != NULL && pts_signal_aborted(x->signal) &&
+    if (x->extras && x->signal != NULL && pts_signal_aborted(x->signal) &&
         v.kind != PTS_VALUE_PROMISE) {
       pts_value_release(v);
       deliver(x, PTS_EABORT, pts_value_copy(pts_signal_reason(x->signal)));
@@ -440,7 +453,7 @@ static void xtask_run(void *d, int status) {
       return;
     }
     deliver(x, v.kind == PTS_VALUE_ERROR ? PTS_EERROR : 0, v);
-  } else if (status == PTS_EABORT) {
+  } else if (status == PTS_EABORT) { /* only with a controller (extras) */
     pts_value_release(xtask_call(x, PTS_EABORT));
     deliver(x, PTS_EABORT, pts_value_copy(pts_signal_reason(x->signal)));
   } else {
@@ -460,20 +473,22 @@ static void xtask_cmd(pts__command *cmd, int status) {
   }
   pts_post_options o = PTS_POST_OPTIONS_INIT;
   o.priority = x->priority;
-  o.delay_ms = x->delay_ms;
-  if (x->rc != NULL) {
-    pts_controller *c = rc_ensure(x->rc);
-    if (c == NULL) {
-      xtask_run(x, PTS_ECANCELED);
-      return;
+  if (x->extras) {
+    o.delay_ms = x->delay_ms;
+    if (x->rc != NULL) {
+      pts_controller *c = rc_ensure(x->rc);
+      if (c == NULL) {
+        xtask_run(x, PTS_ECANCELED);
+        return;
+      }
+      o.signal = pts_controller_signal(c);
     }
-    o.signal = pts_controller_signal(c);
+    x->signal = o.signal;
+    if (x->delay_ms > 0) x->due_ns += (uint64_t)x->delay_ms * 1000000u;
   }
-  x->signal = o.signal;
-  if (x->delay_ms > 0) x->due_ns += (uint64_t)x->delay_ms * 1000000u;
   int r = pts_scheduler_post(a->sched, xtask_run, x, &o);
   /* The task's state holds the signal now; the controller may go. */
-  if (x->rc != NULL) {
+  if (x->extras && x->rc != NULL) {
     rc_drop(x->rc);
     x->rc = NULL;
   }
@@ -507,22 +522,23 @@ int pts_agent_post_task(pts_agent *a, const pts_agent_post_options *opts,
   x->agent = a;
   x->cb = callback;
   x->data = data;
-  x->done = done;
-  x->done_data = done_data;
-  x->reply_to = reply_to;
-  x->rc = o.controller;
-  x->signal = NULL;
-  x->priority = o.priority;
-  x->delay_ms = o.delay_ms;
   x->due_ns = pts__stat_now_ns();
-  x->status = 0;
-  x->result = pts_undefined();
+  x->priority = o.priority;
+  x->extras = done != NULL || reply_to != NULL || o.controller != NULL || o.delay_ms != 0;
+  if (x->extras) { /* deliver() sets status and result before they are read */
+    x->done = done;
+    x->done_data = done_data;
+    x->reply_to = reply_to;
+    x->rc = o.controller;
+    x->signal = NULL;
+    x->delay_ms = o.delay_ms;
+  }
   if (!pts__gate_enter(a)) {
     pts__node_put(x);
     return PTS_ECLOSED;
   }
-  if (reply_to) pts_agent_ref(reply_to);
-  if (x->rc) rc_hold(x->rc);
+  if (x->extras && reply_to) pts_agent_ref(reply_to);
+  if (x->extras && x->rc) rc_hold(x->rc);
   pts__agent_send(a, &x->cmd);
   pts__gate_leave(a);
   return 0;
