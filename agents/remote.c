@@ -278,7 +278,7 @@ int pts_remote_controller_set_priority(pts_remote_controller *rc, int priority,
 /* ==== postTask from any thread ==== */
 
 /* The first part is what every post needs. A post with no done callback,
- * controller, delay or reply_to (no `extras`) writes only that part, and
+ * controller or delay (no `extras`) writes only that part, and
  * neither thread touches the rest, so the pool thread takes one cache line
  * from the poster per task: the part is 56 bytes, the rest of the node
  * cache's first line after its 8-byte tag (sync/nodecache.h). Measured in
@@ -524,7 +524,8 @@ int pts_agent_post_task(pts_agent *a, const pts_agent_post_options *opts,
   x->data = data;
   x->due_ns = pts__stat_now_ns();
   x->priority = o.priority;
-  x->extras = done != NULL || reply_to != NULL || o.controller != NULL || o.delay_ms != 0;
+  /* reply_to matters only with done (it is where done is called). */
+  x->extras = done != NULL || o.controller != NULL || o.delay_ms != 0;
   if (x->extras) { /* deliver() sets status and result before they are read */
     x->done = done;
     x->done_data = done_data;

@@ -3,6 +3,7 @@
 // co-located, explicit placement), cross-thread postTask with its result on
 // the agent's thread or on reply_to's loop, promise adoption, bad options,
 // ordinary tasks from any thread, remote controllers and statistics.
+#include <chrono>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -350,6 +351,61 @@ TEST_F(PoolTest, RemoteControllerAbortsAndReprioritises) {
   EXPECT_EQ(2, cb_calls.load());  // the callbacks were told (PTS_EABORT), once each
   pts_remote_controller_unref(tc);
   pts_remote_controller_unref(ac);
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
+}
+
+// A post with no done callback carries its delay and its controller all
+// the same (an xtask writes those fields only when a post has them).
+struct Started {
+  std::atomic<int> calls{0};
+  std::atomic<int> status{1};
+  std::atomic<int64_t> at_ns{0};
+};
+pts_value record_start(void *data, int status) {
+  auto *s = static_cast<Started *>(data);
+  s->at_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::steady_clock::now().time_since_epoch())
+                     .count());
+  s->status.store(status);
+  s->calls.fetch_add(1);
+  return pts_undefined();
+}
+
+TEST_F(PoolTest, DelayWithoutDoneCallbackDelays) {
+  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  pts_agent_post_options po = PTS_AGENT_POST_OPTIONS_INIT;
+  po.delay_ms = 40;
+  Started s;
+  auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(0, pts_agent_post_task(a, &po, record_start, &s, nullptr, nullptr, nullptr));
+  ASSERT_TRUE(wait_until([&] { return s.calls.load() == 1; }));
+  int64_t waited = s.at_ns.load() - std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        t0.time_since_epoch()).count();
+  EXPECT_GE(waited, 40 * 1000000LL);  // a delay only grows under load
+  EXPECT_EQ(0, s.status.load());
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
+}
+
+TEST_F(PoolTest, ControllerWithoutDoneCallbackAborts) {
+  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  pts_remote_controller *rc;
+  ASSERT_EQ(0, pts_remote_controller_new_async(a, PTS_PRIORITY_USER_VISIBLE, &rc));
+  DoneCount ab;
+  ASSERT_EQ(0, pts_remote_controller_abort(rc, nullptr, count_done, &ab));
+  pts_agent_post_options po = PTS_AGENT_POST_OPTIONS_INIT;
+  po.controller = rc;  // aborted by the time the post applies (commands keep order)
+  Started s;
+  ASSERT_EQ(0, pts_agent_post_task(a, &po, record_start, &s, nullptr, nullptr, nullptr));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  ASSERT_TRUE(wait_until([&] { return s.calls.load() == 1; }));
+  EXPECT_EQ(PTS_EABORT, s.status.load());  // told, never run
+  pts_remote_controller_unref(rc);
   EXPECT_EQ(0, pts_pool_shutdown(p));
   pts_agent_unref(a);
 }
