@@ -114,14 +114,14 @@ uint64_t pts__now_ns(void) {
  * vol. 3, Intel SDM vol. 3 17.17) the statistics scale it to nanoseconds
  * with a rate measured once against CLOCK_MONOTONIC over 2 ms. Only these
  * statistics use it: timers and policies keep pts__now_ns. */
+pts__tsc_scale pts__tsc;
+_Atomic bool pts__tsc_ready;
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <x86intrin.h>
 
 static pthread_once_t tsc_once = PTHREAD_ONCE_INIT;
-static bool tsc_ok;
-static uint64_t tsc_base, tsc_mono_base;
-static double tsc_ns_per_tick;
 
 static void tsc_calibrate(void) {
   unsigned a, b, c, d;
@@ -134,20 +134,21 @@ static void tsc_calibrate(void) {
     t1 = __rdtsc();
   } while (m1 - m0 < 2000000u);
   if (t1 <= t0) return;
-  tsc_ns_per_tick = (double)(m1 - m0) / (double)(t1 - t0);
-  tsc_base = t0;
-  tsc_mono_base = m0;
-  tsc_ok = true;
+  pts__tsc.ns_per_tick = (double)(m1 - m0) / (double)(t1 - t0);
+  pts__tsc.base = t0;
+  pts__tsc.mono_base = m0;
+  atomic_store_explicit(&pts__tsc_ready, true, memory_order_release);
 }
 
-uint64_t pts__stat_now_ns(void) {
+/* Calibrates once (pts_pool_new calls it, so posts find the TSC ready);
+ * without an invariant TSC every call lands here. */
+uint64_t pts__stat_now_slow(void) {
   pthread_once(&tsc_once, tsc_calibrate);
-  if (!tsc_ok) return pts__now_ns();
-  uint64_t t = __rdtsc();
-  return tsc_mono_base + (uint64_t)((double)(t - tsc_base) * tsc_ns_per_tick);
+  if (!atomic_load_explicit(&pts__tsc_ready, memory_order_acquire)) return pts__now_ns();
+  return pts__stat_now_ns();
 }
 #else
-uint64_t pts__stat_now_ns(void) { return pts__now_ns(); }
+uint64_t pts__stat_now_slow(void) { return pts__now_ns(); }
 #endif
 
 static void cpu_relax(unsigned spins) {
@@ -1020,6 +1021,7 @@ static int pool_create(const pts_pool_options *opts, const pts__quant_options *q
   }
   if (o.threads > 4096) return PTS_EINVAL;
   if (o.slot_ns == 0) o.slot_ns = 1000000; /* 1 ms */
+  (void)pts__stat_now_slow(); /* the statistics clock, calibrated once */
   pts_pool *pool = pts__calloc(1, sizeof *pool);
   if (pool == NULL) return PTS_ENOMEM;
   pool->opts = o;

@@ -424,6 +424,13 @@ static void xtask_run(void *d, int status) {
     uint64_t now = pts__stat_now_ns();
     pts__agent_record_delay(a, now > x->due_ns ? now - x->due_ns : 0);
     pts_value v = xtask_call(x, 0);
+    if (!x->extras && v.kind != PTS_VALUE_PROMISE) {
+      /* A plain post: nobody waits for the result (deliver() without done). */
+      pts__loop_perform_checkpoint(a->loop);
+      pts_value_release(v);
+      pts__node_put(x);
+      return;
+    }
     /* As postTask's result promise: the callback's microtasks run before
      * the outcome is settled (the scheduler called this task as script, so
      * the clean-up is done here), and an abort they cause wins. */

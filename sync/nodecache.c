@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sync/cacheline.h"
 
@@ -57,6 +58,7 @@ struct home {
   /* The owner's line. */
   alignas(PTS__CACHELINE) blk *free[2];
   uint64_t total[2]; /* blocks of this home that exist (malloc'd, not freed) */
+  uint64_t grew_ns[2]; /* coarse time of the last malloc (trim_allowed) */
   home *next_orphan;
 };
 
@@ -77,6 +79,32 @@ static pthread_mutex_t orphans_mu = PTHREAD_MUTEX_INITIALIZER;
 static home *orphans;
 
 static _Atomic uint64_t n_mallocs, n_live;
+
+/* How long a cache over the cap keeps its surplus after its last malloc:
+ * a stream deeper than the cap recycles its blocks instead of freeing each
+ * one as it returns and allocating a fresh one for the next post, which is
+ * what a fixed cap did (docs/sync.md has the figures). Like jemalloc's decay
+ * of dirty pages, memory goes back once the thread has stopped growing. */
+#define TRIM_DELAY_NS 1000000000u
+static _Atomic uint64_t trim_delay_ns = TRIM_DELAY_NS;
+
+void pts__node_set_trim_delay_ns(uint64_t ns) {
+  atomic_store_explicit(&trim_delay_ns, ns, memory_order_relaxed);
+}
+
+/* CLOCK_MONOTONIC_COARSE: a few ns, and a tick of a few ms is plenty for a
+ * one-second delay. Read only on a malloc and over the cap. */
+static uint64_t coarse_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Whether h, over the cap in class c, may free its surplus now. */
+static bool trim_allowed(const home *h, unsigned c) {
+  uint64_t d = atomic_load_explicit(&trim_delay_ns, memory_order_relaxed);
+  return d == 0 || coarse_now_ns() - h->grew_ns[c] >= d;
+}
 
 static inline home *home_of(const blk *b) { return (home *)(b->tag & ~(uintptr_t)63); }
 static inline unsigned class_of(const blk *b) { return (unsigned)(b->tag & 1); }
@@ -153,12 +181,14 @@ void *pts__node_get(size_t size) {
     if (b == NULL) {
       /* acquire: pairs with the release of pts__node_flush (step 1). */
       b = atomic_exchange_explicit(&h->ret[c], NULL, memory_order_acquire);
-      /* A burst beyond the cap: its surplus goes back to the allocator as
-       * it returns, so the cache shrinks to the cap again. */
-      while (b != NULL && h->total[c] > PTS__NODE_CACHE_MAX) {
-        blk *n = b->next;
-        block_free(h, c, b);
-        b = n;
+      /* A burst beyond the cap that is over: its surplus goes back to the
+       * allocator as it returns, so the cache shrinks to the cap again. */
+      if (b != NULL && h->total[c] > PTS__NODE_CACHE_MAX && trim_allowed(h, c)) {
+        while (b != NULL && h->total[c] > PTS__NODE_CACHE_MAX) {
+          blk *n = b->next;
+          block_free(h, c, b);
+          b = n;
+        }
       }
     }
     if (b != NULL) {
@@ -175,7 +205,10 @@ void *pts__node_get(size_t size) {
   b = pts__malloc(block_bytes[c]);
   if (b == NULL) return NULL;
   b->tag = (uintptr_t)h | c;
-  if (h != NULL) h->total[c]++;
+  if (h != NULL) {
+    h->total[c]++;
+    if (h->total[c] > PTS__NODE_CACHE_MAX) h->grew_ns[c] = coarse_now_ns();
+  }
   /* Relaxed: statistics. */
   atomic_fetch_add_explicit(&n_mallocs, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&n_live, 1, memory_order_relaxed);
@@ -192,7 +225,7 @@ void pts__node_put(void *p) {
     return;
   }
   if (h == tls_home) {
-    if (h->total[c] > PTS__NODE_CACHE_MAX) { /* the surplus of a burst */
+    if (h->total[c] > PTS__NODE_CACHE_MAX && trim_allowed(h, c)) { /* a burst's surplus */
       block_free(h, c, b);
       return;
     }

@@ -17,7 +17,8 @@
  * batch not yet flushed is not yet reusable by its producer.
  *
  * Memory: each thread's cache keeps what it has had in flight at the most
- * (up to PTS__NODE_CACHE_MAX blocks per class; beyond that blocks are freed),
+ * (up to PTS__NODE_CACHE_MAX blocks per class; beyond that blocks are freed
+ * as they return, once the thread has gone a second without a malloc),
  * and the cache of a thread that exits is kept for the next thread that
  * starts (so blocks still in flight always have a home to return to).
  * Under AddressSanitizer every get is a malloc and every put a free, so the
@@ -32,7 +33,8 @@
 /* Usable bytes of the two block classes (a block is 8 bytes more). */
 #define PTS__NODE_SMALL 120
 #define PTS__NODE_LARGE 248
-/* Blocks a thread's cache keeps per class at the most. */
+/* Blocks a thread's cache keeps per class once it has stopped growing
+ * (nodecache.c, TRIM_DELAY_NS). */
 #define PTS__NODE_CACHE_MAX 65536
 
 #ifdef __cplusplus
@@ -55,6 +57,10 @@ void pts__node_flush(void);
  * freed). */
 uint64_t pts__node_mallocs(void);
 uint64_t pts__node_live(void);
+
+/* For tests: how long a cache over PTS__NODE_CACHE_MAX keeps its surplus
+ * after its last malloc (default one second; 0 trims as blocks return). */
+void pts__node_set_trim_delay_ns(uint64_t ns);
 
 #ifdef __cplusplus
 }

@@ -5,11 +5,13 @@
 // cache (a stream allocates nothing once warm), adoption of an exited
 // thread's cache, the size classes, the cap on a burst, and a stress run
 // that hands blocks across threads through the MPSC queue with their
-// contents checked. Under AddressSanitizer the cache is bypassed (every get
+// contents checked, and the trim delay that lets a stream deeper than the cap
+// recycle its blocks. Under AddressSanitizer the cache is bypassed (every get
 // mallocs, every put frees) and the tests check that instead.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdint>
 #include <thread>
 #include <vector>
 
@@ -123,7 +125,14 @@ TEST(NodeCache, AnExitedThreadsCacheIsAdoptedWithItsBlocks) {
   }
 }
 
+// Sets the trim delay for one test and restores the default after it.
+struct TrimDelay {
+  explicit TrimDelay(uint64_t ns) { pts__node_set_trim_delay_ns(ns); }
+  ~TrimDelay() { pts__node_set_trim_delay_ns(1000000000u); }
+};
+
 TEST(NodeCache, ABurstBeyondTheCapShrinksBackToIt) {
+  TrimDelay once_over(0);  // the burst is over at once
   const size_t kBurst = PTS__NODE_CACHE_MAX + 5000;
   std::vector<void *> v;
   v.reserve(kBurst);
@@ -150,6 +159,41 @@ TEST(NodeCache, ABurstBeyondTheCapShrinksBackToIt) {
   });
   again.join();
   EXPECT_LE(pts__node_live() - live0, static_cast<uint64_t>(PTS__NODE_CACHE_MAX) + 1);
+}
+
+// A stream deeper than the cap that goes on (here a second burst before the
+// trim delay) reuses every block that came back: freeing the surplus as it
+// returns and allocating again for the next posts was the old policy's
+// churn.
+TEST(NodeCache, ABurstBeyondTheCapRepeatedSoonReusesItsBlocks) {
+  TrimDelay never(UINT64_MAX);
+  const size_t kBurst = PTS__NODE_CACHE_MAX + 5000;
+  std::vector<void *> v;
+  v.reserve(kBurst);
+  std::atomic<int> phase{0};
+  uint64_t second_mallocs = 0;
+  std::thread producer([&] {
+    for (size_t i = 0; i < kBurst; i++) v.push_back(pts__node_get(200));
+    phase.store(1);
+    while (phase.load() != 2) std::this_thread::yield();
+    uint64_t m0 = pts__node_mallocs();
+    for (size_t i = 0; i < kBurst; i++) v[i] = pts__node_get(200);
+    second_mallocs = pts__node_mallocs() - m0;
+    for (void *p : v) pts__node_put(p);
+  });
+  std::thread consumer([&] {
+    while (phase.load() != 1) std::this_thread::yield();
+    for (void *p : v) pts__node_put(p);
+    pts__node_flush();
+    phase.store(2);
+  });
+  consumer.join();
+  producer.join();
+  if (kBypass) {
+    EXPECT_EQ(second_mallocs, kBurst);
+  } else {
+    EXPECT_EQ(second_mallocs, 0u);
+  }
 }
 
 // Blocks cross threads through the MPSC queue, as inbox commands do: each
