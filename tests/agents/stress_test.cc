@@ -8,6 +8,7 @@
 // 100,000 in the plain and asan builds; with PTS_STRESS_LONG=1, 1,200,000
 // posts each with its own controller (over 1,000,000 cross-thread aborts)
 // plus 1,000,000 FIFO posts.
+#include <chrono>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -33,6 +34,7 @@ struct Ledger {
   std::vector<Slot> slots;
   std::vector<uint32_t> run_order;  // written on the target's thread only
   std::atomic<size_t> done{0};
+  std::atomic<size_t> aborts_sent{0};
   explicit Ledger(size_t n) : slots(n) { run_order.reserve(n); }
 };
 
@@ -47,6 +49,16 @@ pts_value ticket_cb(void *data, int status) {
   if (status == 0) {
     s.ran.fetch_add(1);
     t->l->run_order.push_back(t->id);
+    if (t->id == 0) {
+      // The first task holds the target's thread until an abort is sent:
+      // that abort is applied before the next start, and the controller it
+      // aborts has tasks queued (posted before it went into the ring), so at
+      // least one abort meets queued tasks however the threads are
+      // scheduled (on a loaded host the aborter once sent none in time).
+      auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (t->l->aborts_sent.load() == 0 && std::chrono::steady_clock::now() < until)
+        std::this_thread::yield();
+    }
     busy_ns(2000);  // widen the window between two starts of one controller
   } else if (status == PTS_EABORT) {
     s.aborted.fetch_add(1);
@@ -116,7 +128,7 @@ TEST_F(StressTest, CrossThreadAbortsRaceTaskStarts) {
   std::vector<Ticket> tickets(n);
   Ring ring;
   std::atomic<bool> producing{true};
-  std::atomic<size_t> aborts{0};
+  std::atomic<size_t> &aborts = l.aborts_sent;
   std::thread aborter([&] {
     uint64_t x = 88172645463325252ull;  // xorshift64 (Marsaglia 2003)
     for (;;) {
