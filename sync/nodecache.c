@@ -215,11 +215,9 @@ void *pts__node_get(size_t size) {
   return &b->next;
 }
 
-void pts__node_put(void *p) {
-  if (p == NULL) return;
-  blk *b = (blk *)((char *)p - offsetof(blk, next));
-  home *h = home_of(b);
-  unsigned c = class_of(b);
+/* Every case of pts__node_put; out of line, so the common case below
+ * calls nothing and saves no registers. */
+static __attribute__((noinline)) void put_general(blk *b, home *h, unsigned c) {
   if (h == NULL) { /* bypass mode, or a block made without a home */
     block_free(NULL, c, b);
     return;
@@ -245,6 +243,24 @@ void pts__node_put(void *p) {
   }
   tls_out.head = b;
   if (++tls_out.n >= BATCH) pts__node_flush();
+}
+
+void pts__node_put(void *p) {
+  if (p == NULL) return;
+  blk *b = (blk *)((char *)p - offsetof(blk, next));
+  home *h = home_of(b);
+  unsigned c = class_of(b);
+  /* The common case on a consumer: another thread's block, joining a batch
+   * for the same home and class that it does not fill (tls_out.home is set
+   * only by a thread that has a home of its own). */
+  if (tls_out.head != NULL && tls_out.home == h && tls_out.cls == c &&
+      tls_out.n + 1 < BATCH) {
+    b->next = tls_out.head;
+    tls_out.head = b;
+    tls_out.n++;
+    return;
+  }
+  put_general(b, h, c);
 }
 
 uint64_t pts__node_mallocs(void) {
