@@ -59,6 +59,7 @@ struct home {
   alignas(PTS__CACHELINE) blk *free[2];
   uint64_t total[2]; /* blocks of this home that exist (malloc'd, not freed) */
   uint64_t grew_ns[2]; /* coarse time of the last malloc (trim_allowed) */
+  uint32_t gets_over[2]; /* gets while over the cap (trim_free_list) */
   home *next_orphan;
 };
 
@@ -105,6 +106,9 @@ static bool trim_allowed(const home *h, unsigned c) {
   uint64_t d = atomic_load_explicit(&trim_delay_ns, memory_order_relaxed);
   return d == 0 || coarse_now_ns() - h->grew_ns[c] >= d;
 }
+
+/* Gets between two checks of trim_free_list while a cache is over the cap. */
+#define TRIM_CHECK_GETS 256
 
 static inline home *home_of(const blk *b) { return (home *)(b->tag & ~(uintptr_t)63); }
 static inline unsigned class_of(const blk *b) { return (unsigned)(b->tag & 1); }
@@ -171,12 +175,27 @@ static void block_free(home *h, unsigned c, blk *b) {
   pts__free(b);
 }
 
+/* A burst's blocks taken back within the trim delay sit on the free list:
+ * once the delay has passed, the surplus there goes back too, so a thread
+ * that goes on posting at a lower rate does not keep a burst's memory until
+ * its free list runs dry. */
+static __attribute__((noinline)) void trim_free_list(home *h, unsigned c) {
+  if (!trim_allowed(h, c)) return;
+  while (h->free[c] != NULL && h->total[c] > PTS__NODE_CACHE_MAX) {
+    blk *b = h->free[c];
+    h->free[c] = b->next;
+    block_free(h, c, b);
+  }
+}
+
 void *pts__node_get(size_t size) {
   if (size > PTS__NODE_LARGE) return NULL;
   unsigned c = size > PTS__NODE_SMALL;
   home *h = BYPASS ? NULL : home_get();
   blk *b = NULL;
   if (h != NULL) {
+    if (h->total[c] > PTS__NODE_CACHE_MAX && ++h->gets_over[c] % TRIM_CHECK_GETS == 0)
+      trim_free_list(h, c);
     b = h->free[c];
     if (b == NULL) {
       /* acquire: pairs with the release of pts__node_flush (step 1). */

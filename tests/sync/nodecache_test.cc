@@ -196,6 +196,47 @@ TEST(NodeCache, ABurstBeyondTheCapRepeatedSoonReusesItsBlocks) {
   }
 }
 
+// A burst taken back whole within the delay (the thread still posting)
+// leaves its surplus on the free list; once the delay has passed, the
+// thread's next gets give that surplus back, though its free list never
+// runs dry.
+TEST(NodeCache, ABurstKeptOnTheFreeListShrinksOnceTheDelayHasPassed) {
+  const size_t kBurst = PTS__NODE_CACHE_MAX + 5000;
+  std::vector<void *> v;
+  v.reserve(kBurst);
+  std::atomic<int> phase{0};
+  uint64_t before = 0, after = 0;
+  {
+    TrimDelay never(UINT64_MAX);
+    std::thread producer([&] {
+      for (size_t i = 0; i < kBurst; i++) v.push_back(pts__node_get(200));
+      phase.store(1);
+      while (phase.load() != 2) std::this_thread::yield();
+      pts__node_put(pts__node_get(200));  // takes the returns back whole
+      pts__node_set_trim_delay_ns(0);      // the delay has passed
+      before = pts__node_live();
+      for (int i = 0; i < 512; i++) pts__node_put(pts__node_get(200));
+      after = pts__node_live();
+    });
+    std::thread consumer([&] {
+      while (phase.load() != 1) std::this_thread::yield();
+      for (void *p : v) pts__node_put(p);
+      pts__node_flush();
+      phase.store(2);
+    });
+    consumer.join();
+    producer.join();
+  }
+  if (kBypass) {  // nothing cached: each get mallocs and each put frees
+    EXPECT_EQ(before, after);
+    return;
+  }
+  // The cache held at least kBurst blocks (more if it adopted an orphan's);
+  // it is back to the cap. Without the free list's trim only the 512 puts
+  // would each free one.
+  EXPECT_GE(before - after, kBurst - PTS__NODE_CACHE_MAX - 600);
+}
+
 // Blocks cross threads through the MPSC queue, as inbox commands do: each
 // producer writes (producer, seq) into its block; the consumer checks every
 // block arrives once, in order per producer, with its contents intact, and
