@@ -58,7 +58,9 @@ struct home {
   /* The owner's line. */
   alignas(PTS__CACHELINE) blk *free[2];
   uint64_t total[2]; /* blocks of this home that exist (malloc'd, not freed) */
-  uint64_t grew_ns[2]; /* coarse time of the last malloc (trim_allowed) */
+  /* Coarse time the cache last ran dry while over the cap (every block in
+   * use) or grew past it (trim_allowed). */
+  uint64_t needed_ns[2];
   uint32_t gets_over[2]; /* gets while over the cap (trim_free_list) */
   home *next_orphan;
 };
@@ -81,11 +83,12 @@ static home *orphans;
 
 static _Atomic uint64_t n_mallocs, n_live;
 
-/* How long a cache over the cap keeps its surplus after its last malloc:
- * a stream deeper than the cap recycles its blocks instead of freeing each
- * one as it returns and allocating a fresh one for the next post, which is
- * what a fixed cap did (docs/sync.md has the figures). Like jemalloc's decay
- * of dirty pages, memory goes back once the thread has stopped growing. */
+/* How long a cache over the cap keeps its surplus after it last needed
+ * all of it (its free list ran dry, or it grew): a stream deeper than the
+ * cap recycles its blocks instead of freeing each one as it returns and
+ * allocating a fresh one for the next post, which is what a fixed cap did
+ * (docs/sync.md has the figures). Like jemalloc's decay of dirty pages,
+ * memory goes back once the thread has gone that long without using it. */
 #define TRIM_DELAY_NS 1000000000u
 static _Atomic uint64_t trim_delay_ns = TRIM_DELAY_NS;
 
@@ -94,8 +97,16 @@ void pts__node_set_trim_delay_ns(uint64_t ns) {
 }
 
 /* CLOCK_MONOTONIC_COARSE: a few ns, and a tick of a few ms is plenty for a
- * one-second delay. Read only on a malloc and over the cap. */
+ * one-second delay. Read only over the cap. */
+static _Atomic(pts__node_clock_fn) test_clock;
+
+void pts__node_set_clock(pts__node_clock_fn now_ns) {
+  atomic_store_explicit(&test_clock, now_ns, memory_order_relaxed);
+}
+
 static uint64_t coarse_now_ns(void) {
+  pts__node_clock_fn fn = atomic_load_explicit(&test_clock, memory_order_relaxed);
+  if (fn != NULL) return fn();
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
@@ -104,7 +115,7 @@ static uint64_t coarse_now_ns(void) {
 /* Whether h, over the cap in class c, may free its surplus now. */
 static bool trim_allowed(const home *h, unsigned c) {
   uint64_t d = atomic_load_explicit(&trim_delay_ns, memory_order_relaxed);
-  return d == 0 || coarse_now_ns() - h->grew_ns[c] >= d;
+  return d == 0 || coarse_now_ns() - h->needed_ns[c] >= d;
 }
 
 /* Gets between two checks of trim_free_list while a cache is over the cap. */
@@ -200,14 +211,18 @@ void *pts__node_get(size_t size) {
     if (b == NULL) {
       /* acquire: pairs with the release of pts__node_flush (step 1). */
       b = atomic_exchange_explicit(&h->ret[c], NULL, memory_order_acquire);
-      /* A burst beyond the cap that is over: its surplus goes back to the
-       * allocator as it returns, so the cache shrinks to the cap again. */
-      if (b != NULL && h->total[c] > PTS__NODE_CACHE_MAX && trim_allowed(h, c)) {
-        while (b != NULL && h->total[c] > PTS__NODE_CACHE_MAX) {
-          blk *n = b->next;
-          block_free(h, c, b);
-          b = n;
+      if (h->total[c] > PTS__NODE_CACHE_MAX) {
+        /* A burst beyond the cap that is over (the list has not run dry
+         * for the delay): its surplus goes back to the allocator as it
+         * returns, so the cache shrinks to the cap again. */
+        if (trim_allowed(h, c)) {
+          while (b != NULL && h->total[c] > PTS__NODE_CACHE_MAX) {
+            blk *n = b->next;
+            block_free(h, c, b);
+            b = n;
+          }
         }
+        h->needed_ns[c] = coarse_now_ns(); /* every block was in use */
       }
     }
     if (b != NULL) {
@@ -226,7 +241,7 @@ void *pts__node_get(size_t size) {
   b->tag = (uintptr_t)h | c;
   if (h != NULL) {
     h->total[c]++;
-    if (h->total[c] > PTS__NODE_CACHE_MAX) h->grew_ns[c] = coarse_now_ns();
+    if (h->total[c] > PTS__NODE_CACHE_MAX) h->needed_ns[c] = coarse_now_ns();
   }
   /* Relaxed: statistics. */
   atomic_fetch_add_explicit(&n_mallocs, 1, memory_order_relaxed);

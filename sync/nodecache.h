@@ -18,7 +18,7 @@
  *
  * Memory: each thread's cache keeps what it has had in flight at the most
  * (up to PTS__NODE_CACHE_MAX blocks per class; beyond that blocks are freed
- * as they return, once the thread has gone a second without a malloc),
+ * once the thread has gone a second without needing all of them),
  * and the cache of a thread that exits is kept for the next thread that
  * starts (so blocks still in flight always have a home to return to).
  * Under AddressSanitizer every get is a malloc and every put a free, so the
@@ -59,8 +59,11 @@ uint64_t pts__node_mallocs(void);
 uint64_t pts__node_live(void);
 
 /* For tests: how long a cache over PTS__NODE_CACHE_MAX keeps its surplus
- * after its last malloc (default one second; 0 trims as blocks return). */
+ * after it last needed all of it (default one second; 0 trims at once). */
 void pts__node_set_trim_delay_ns(uint64_t ns);
+/* For tests: the clock of the trim delay (NULL: CLOCK_MONOTONIC_COARSE). */
+typedef uint64_t (*pts__node_clock_fn)(void);
+void pts__node_set_clock(pts__node_clock_fn now_ns);
 
 #ifdef __cplusplus
 }
