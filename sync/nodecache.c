@@ -96,14 +96,14 @@ void pts__node_set_trim_delay_ns(uint64_t ns) {
   atomic_store_explicit(&trim_delay_ns, ns, memory_order_relaxed);
 }
 
-/* CLOCK_MONOTONIC_COARSE: a few ns, and a tick of a few ms is plenty for a
- * one-second delay. Read only over the cap. */
 static _Atomic(pts__node_clock_fn) test_clock;
 
 void pts__node_set_clock(pts__node_clock_fn now_ns) {
   atomic_store_explicit(&test_clock, now_ns, memory_order_relaxed);
 }
 
+/* CLOCK_MONOTONIC_COARSE: a few ns, and a tick of a few ms is plenty for a
+ * one-second delay. Read only over the cap. */
 static uint64_t coarse_now_ns(void) {
   pts__node_clock_fn fn = atomic_load_explicit(&test_clock, memory_order_relaxed);
   if (fn != NULL) return fn();
