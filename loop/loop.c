@@ -689,39 +689,49 @@ static int urgency_of_priority(int prio) {
 
 /* True when the inbox's next command, if it is a message task, would be the
  * pick of this step: nothing else is queued, due or pending in the loop. */
-static bool inbox_is_next(pts_loop *loop) {
+static inline bool inbox_is_next(pts_loop *loop) {
   uint64_t order;
   return loop->ready == NULL && loop->heap.len == 0 && loop->mt_head == NULL &&
          (loop->prov == NULL || loop->prov->peek(loop->prov_ctx, &order) < 0);
 }
 
-/* The cross-thread hot path (docs/loop.md): takes one command from the
+/* The cross-thread hot path (docs/loop.md): takes commands from the
  * inbox. A message task posted from another thread for an active global
  * runs at once, exactly as if it had been queued and then picked as the
- * only runnable task (it takes its enqueue order all the same): returns 2.
- * Any other command is applied as the drain would: returns 1. Returns 0 if
- * no command was complete. The caller has checked inbox_is_next(). */
-static int inbox_step(pts_loop *loop) {
-  pts__mpsc_node *n = pts__mpsc_pop(&loop->inbox);
-  if (n == NULL) return 0;
-  pts__command *c = container_of(n, pts__command, node);
-  pts__task *t = NULL;
-  if (c->fn == xreq_cmd)
-    t = &container_of(c, xreq, cmd)->t;
-  else if (c->fn == xpost_cmd)
-    t = &container_of(c, xpost, cmd)->t;
-  if (t == NULL || !t->global->active || t->global->detached) {
-    c->fn(c, 0);
-    return 1;
+ * only runnable task (it takes its enqueue order all the same); with
+ * `burst`, the next ones follow while the inbox is all the work there is.
+ * Any other command is applied as the drain would, and ends the run.
+ * Returns 2 if a task ran, else 1 if a command was applied, 0 if no command
+ * was complete. The caller has checked inbox_is_next(). */
+static int inbox_run(pts_loop *loop, bool burst) {
+  int r = 0;
+  for (;;) {
+    pts__mpsc_node *n = pts__mpsc_pop(&loop->inbox);
+    if (n == NULL) break;
+    pts__command *c = container_of(n, pts__command, node);
+    pts__task *t = NULL;
+    if (c->fn == xreq_cmd)
+      t = &container_of(c, xreq, cmd)->t;
+    else if (c->fn == xpost_cmd)
+      t = &container_of(c, xpost, cmd)->t;
+    if (t == NULL || !t->global->active || t->global->detached) {
+      c->fn(c, 0);
+      if (r == 0) r = 1;
+      break;
+    }
+    loop->next_order++; /* spec: the task was queued */
+    r = 2;
+    /* The caller may reuse its request from here on. */
+    pts__script_enter(loop);
+    t->fn(t->data, 0);
+    pts__script_leave(loop);
+    if (!burst || atomic_load_explicit(&loop->stop_requested, memory_order_relaxed) ||
+        !inbox_is_next(loop))
+      break;
   }
-  loop->next_order++; /* spec: the task was queued */
-  loop->streak = 0;   /* a pick with no other class waiting */
+  if (r == 2) loop->streak = 0; /* a pick with no other class waiting */
   loop->inbox_more = pts__mpsc_maybe_nonempty(&loop->inbox);
-  /* The caller may reuse its request from here on. */
-  pts__script_enter(loop);
-  t->fn(t->data, 0);
-  pts__script_leave(loop);
-  return 2;
+  return r;
 }
 
 /* Nothing but the provider's queues can have work for the next pick: no
@@ -754,14 +764,10 @@ static int step(pts_loop *loop, bool may_start_idle, bool burst) {
   int did = 0;
   if (pts__mpsc_maybe_nonempty(&loop->inbox)) {
     if (inbox_is_next(loop)) {
-      int r = inbox_step(loop);
+      /* With `burst`, as for the provider below: while the inbox is all the
+       * work there is, the next iterations would take this path too. */
+      int r = inbox_run(loop, burst);
       if (r == 2) {
-        /* A burst, as for the provider below: while the inbox is all the
-         * work there is, the next iterations would take this path too. */
-        while (burst && pts__mpsc_maybe_nonempty(&loop->inbox) &&
-               !atomic_load_explicit(&loop->stop_requested, memory_order_relaxed) &&
-               inbox_is_next(loop) && inbox_step(loop) == 2) {
-        }
         loop->last_pick = LAST_PICK_CLASS + CLS_FIFO;
         return DID_WORK | DID_TASK;
       }

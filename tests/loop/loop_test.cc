@@ -669,6 +669,60 @@ TEST(Loop, InboxTaskTakesAnEnqueueOrderOnTheHotPath) {
   EXPECT_EQ(pts_loop_free(loop), 0);
 }
 
+// A message task that, when it runs, queues a generic task or stops the
+// loop, then records itself.
+struct Then {
+  Rec rec;
+  pts_global *g;
+  Rec *queue;  // queued as a generic task when set
+  bool stop;
+};
+
+void then_fn(void *data, int status) {
+  auto *t = static_cast<Then *>(data);
+  rec_fn(&t->rec, status);
+  if (status != 0) return;
+  if (t->queue) {
+    ASSERT_EQ(pts_queue_task(t->g, PTS_SOURCE_GENERIC, rec_fn, t->queue), 0);
+  }
+  if (t->stop) pts_loop_stop(pts_global_loop(t->g));
+}
+
+TEST(Loop, InboxBurstEndsWhenATaskQueuesWork) {
+  // Message tasks run straight from the inbox one after another only while
+  // the inbox is all the work: once m1 has queued g, m2 is applied as the
+  // drain applies it (queued after g) instead of running next.
+  pts_loop *loop = new_loop();
+  pts_global *g = pts_loop_default_global(loop);
+  Log log;
+  Rec gen{&log, "g"}, r2{&log, "m2"};
+  Then m1{{&log, "m1"}, g, &gen, false};
+  pts_task_req q1, q2;
+  ASSERT_EQ(pts_queue_task_req_from_any_thread(g, PTS_SOURCE_MESSAGE, &q1, then_fn, &m1), 0);
+  ASSERT_EQ(pts_queue_task_req_from_any_thread(g, PTS_SOURCE_MESSAGE, &q2, rec_fn, &r2), 0);
+  EXPECT_EQ(pts_loop_run(loop, PTS_RUN_UNTIL_IDLE), 1);
+  EXPECT_EQ(log.str(), "m1 g m2");
+  EXPECT_EQ(pts_loop_free(loop), 0);
+}
+
+TEST(Loop, InboxBurstEndsAtAStop) {
+  // A stop requested by a task of the burst is seen at the next task
+  // boundary: m2 stays in the inbox for the next run.
+  pts_loop *loop = new_loop();
+  pts_global *g = pts_loop_default_global(loop);
+  Log log;
+  Rec r2{&log, "m2"};
+  Then m1{{&log, "m1"}, g, nullptr, true};
+  pts_task_req q1, q2;
+  ASSERT_EQ(pts_queue_task_req_from_any_thread(g, PTS_SOURCE_MESSAGE, &q1, then_fn, &m1), 0);
+  ASSERT_EQ(pts_queue_task_req_from_any_thread(g, PTS_SOURCE_MESSAGE, &q2, rec_fn, &r2), 0);
+  EXPECT_EQ(pts_loop_run(loop, PTS_RUN_FOREVER), 1);
+  EXPECT_EQ(log.str(), "m1");
+  EXPECT_EQ(pts_loop_run(loop, PTS_RUN_UNTIL_IDLE), 1);
+  EXPECT_EQ(log.str(), "m1 m2");
+  EXPECT_EQ(pts_loop_free(loop), 0);
+}
+
 TEST(Loop, ManyProducersWithRequestsExactlyOnceAndPerProducerFifo) {
   const int P = 3;
   const long N = 50000;
