@@ -777,8 +777,20 @@ typedef struct mem_arg {
   enum mem_form form;
 } mem_arg;
 
+static double s_mem_once(const mem_arg *m);
+
 static double s_mem(void *arg) {
   mem_arg *m = arg;
+  /* The inbox form's blocks come from the posting thread's node cache,
+   * which outlives loops: a first pass, not measured, leaves it as a
+   * stream's steady state would (and lets a cache idle since an earlier
+   * scenario give its surplus back first, which would read as negative
+   * bytes). */
+  if (m->form == MEM_INBOX) (void)s_mem_once(m);
+  return s_mem_once(m);
+}
+
+static double s_mem_once(const mem_arg *m) {
   pts_loop *loop;
   pts_controller *c = NULL;
   size_t counter = 0;
@@ -844,7 +856,9 @@ void rb_suite_memory(rb_ctx *ctx) {
       {MEM_PROMISE, "memory.pending_promise.bytes_per_task", "pts_scheduler_post_task, caller's promise reference dropped"},
       {MEM_SIGNAL, "memory.pending_signal.bytes_per_task", "pts_scheduler_post with one shared TaskSignal"},
       {MEM_DELAYED, "memory.pending_delayed.bytes_per_task", "pts_scheduler_post with delay 60 s (timer heap)"},
-      {MEM_INBOX, "memory.pending_inbox.bytes_per_task", "pts_queue_task_from_any_thread, not yet drained"},
+      {MEM_INBOX, "memory.pending_inbox.bytes_per_task",
+       "pts_queue_task_from_any_thread, not yet drained; allocated once the posting thread's node "
+       "cache is warm (an unmeasured pass first): each pending task holds a 128-byte block from it"},
   };
   for (size_t k = 0; k < sizeof forms / sizeof forms[0]; k++) {
     mem_arg m = {n, forms[k].form};
