@@ -44,13 +44,6 @@ const kHandlerSet = Symbol('ptsched.onprioritychange.installed');
 const kDependent = Symbol('ptsched.dependent');
 const kToken = Symbol('ptsched.token');
 
-// ---- scheduling state ----
-
-// The current scheduling state: {a: abort source or null, p: priority source
-// (a TaskSignal, or a fixed priority number)}, or undefined (null in the
-// spec). The addon keeps it in V8's continuation-preserved embedder data.
-const currentState = native.state;
-
 // ---- the task table ----
 // Three entries a task: the callback, the scheduling state and the promise.
 // The addon holds the slot number, reads the state from here when the task
@@ -60,23 +53,44 @@ const currentState = native.state;
 // resolving functions, which cost about 150 bytes more while it is pending
 // (there are few) and let run() fulfil it without the V8 API (promise
 // creation and fulfilment there cost about 60 ns each).
+//
+// The table is chunks of 1,024 slots (24 KB each, below V8's large-object
+// size), added as slots are first needed and never copied: one growing
+// array was reallocated (and copied) at every growth step as a young large
+// object, and a burst of 100,000 tasks paid for that. Free slots are a list
+// threaded through their first entry, so freeing one allocates nothing.
 
-const table = [];
-const freeSlots = [];
+const CHUNK_BITS = 10;
+const CHUNK_SLOTS = 1 << CHUNK_BITS;
+const CHUNK_MASK = CHUNK_SLOTS - 1;
+const table = []; // chunks of CHUNK_SLOTS slots, three entries each
+let freeHead = -1; // free slots, threaded through their first entry
+let slotCount = 0; // slots handed out at least once
 
 function newSlot(cb, state) {
-  const i = freeSlots.length !== 0 ? freeSlots.pop() : table.length;
-  table[i] = cb;
-  table[i + 1] = state;
-  table[i + 2] = undefined;
+  let i = freeHead;
+  let c;
+  if (i >= 0) {
+    c = table[i >> CHUNK_BITS];
+    freeHead = c[(i & CHUNK_MASK) * 3];
+  } else {
+    i = slotCount++;
+    if ((i & CHUNK_MASK) === 0) table.push(new Array(3 * CHUNK_SLOTS).fill(undefined));
+    c = table[i >> CHUNK_BITS];
+  }
+  const o = (i & CHUNK_MASK) * 3;
+  c[o] = cb;
+  c[o + 1] = state;
   return i;
 }
 
 function releaseSlot(i) {
-  table[i] = undefined;
-  table[i + 1] = undefined;
-  table[i + 2] = undefined;
-  freeSlots.push(i);
+  const c = table[i >> CHUNK_BITS];
+  const o = (i & CHUNK_MASK) * 3;
+  c[o] = freeHead;
+  c[o + 1] = undefined;
+  c[o + 2] = undefined;
+  freeHead = i;
 }
 
 // Called by the addon inside a Node callback scope for each task, with the
@@ -85,9 +99,14 @@ function releaseSlot(i) {
 // to fulfil with undefined; any other outcome is settled here. Either way
 // the promise is settled before the scope's microtask checkpoint.
 function run(i) {
-  const cb = table[i];
-  const p = table[i + 2]; // a yield continuation's: its resolve function
-  releaseSlot(i);
+  const c = table[i >> CHUNK_BITS];
+  const o = (i & CHUNK_MASK) * 3;
+  const cb = c[o];
+  const p = c[o + 2]; // a yield continuation's: its resolve function
+  c[o] = freeHead;
+  c[o + 1] = undefined;
+  c[o + 2] = undefined;
+  freeHead = i;
   if (cb === null) {
     p(undefined);
     return undefined;
@@ -112,9 +131,15 @@ function releaseSlots(slots) {
 function post(cb, handle, priority, delay, state) {
   const i = newSlot(cb, state);
   try {
-    const p = handle === undefined && priority === -1 && delay === 0
-      ? native.post(i) : native.post(i, handle, priority, delay);
-    table[i + 2] = p;
+    let p;
+    if (handle === undefined && priority === -1 && delay === 0) {
+      p = fastPost(i);
+      // Nothing was queued: the Node-API form tries again and throws the error.
+      if (p === undefined) p = native.post(i);
+    } else {
+      p = native.post(i, handle, priority, delay);
+    }
+    table[i >> CHUNK_BITS][(i & CHUNK_MASK) * 3 + 2] = p;
     return p;
   } catch (e) {
     releaseSlot(i);
@@ -130,17 +155,56 @@ function captureResolvers(resolve, reject) {
   rejectOut = reject;
 }
 
-function yieldTo(handle, priority) {
-  const p = new NativePromise(captureResolvers);
+// A continuation's slot and promise (left in yieldOut), not yet queued.
+let yieldOut;
+function newYieldSlot() {
+  yieldOut = new NativePromise(captureResolvers);
   const i = newSlot(null, rejectOut);
-  table[i + 2] = resolveOut;
+  table[i >> CHUNK_BITS][(i & CHUNK_MASK) * 3 + 2] = resolveOut;
   resolveOut = rejectOut = undefined;
+  return i;
+}
+
+// Queues the continuation in slot i for the scheduling state {abort, prio}
+// (prio: a priority number or a TaskSignal); the slot is freed if this
+// throws.
+function queueYield(i, abort, prio) {
   try {
-    native.yield(i, handle, priority);
+    if (typeof prio === 'number') {
+      native.yield(i, abort === null ? undefined : nativeOf(abort), prio);
+    } else if (abort === prio) {
+      native.yield(i, nativeOf(abort), -1);
+    } else {
+      // The priority follows a TaskSignal other than the abort source: one
+      // dependent signal carries both.
+      const both = TaskSignal.any(abort === null ? [] : [abort], { priority: prio });
+      native.yield(i, nativeOf(both), -1);
+    }
   } catch (e) {
     releaseSlot(i);
     throw e;
   }
+}
+
+// scheduler.yield() without options: inherit both. One native call reads the
+// current state and, when there is none (user-visible, no signal), queues.
+function yieldInherit() {
+  const i = newYieldSlot();
+  const p = yieldOut;
+  yieldOut = undefined;
+  const inherited = fastYield(i);
+  if (inherited === true) return p;
+  if (inherited === undefined) {
+    // Nothing was queued: the Node-API form tries again and throws the error.
+    queueYield(i, null, 1);
+    return p;
+  }
+  const abort = inherited.a;
+  if (abort !== null && abort.aborted) {
+    releaseSlot(i);
+    return Promise.reject(abort.reason);
+  }
+  queueYield(i, abort, inherited.p);
   return p;
 }
 
@@ -159,7 +223,14 @@ function onDependentAbort(signal, reason) {
 // TaskSignal.prototype.addEventListener).
 const listenedDependents = new Set();
 
-native.init(run, onPriorityChange, onDependentAbort, { __proto__: null }, table);
+const fast = native.init(run, onPriorityChange, onDependentAbort, { __proto__: null }, table,
+                         CHUNK_BITS);
+const fastPost = fast.post;
+const fastYield = fast.yield;
+// The current scheduling state: {a: abort source or null, p: priority source
+// (a TaskSignal, or a fixed priority number)}, or undefined (null in the
+// spec), read from V8's continuation-preserved embedder data.
+const currentState = fast.state;
 
 // ---- WebIDL conversions ----
 
@@ -385,6 +456,7 @@ class Scheduler {
   // spec: schedule a yield continuation
   yield(options = undefined) {
     try {
+      if (options === undefined) return yieldInherit();
       let signalOpt = null;
       let priorityOpt = null;
       const dict = toDictionary(options, 'options');
@@ -424,14 +496,11 @@ class Scheduler {
       }
       if (prio === null) prio = 1;
       if (abort !== null && abort.aborted) return Promise.reject(abort.reason);
-      if (typeof prio === 'number') {
-        return yieldTo(abort === null ? undefined : nativeOf(abort), prio);
-      }
-      if (abort === prio) return yieldTo(nativeOf(abort), -1);
-      // The priority follows a TaskSignal other than the abort source: one
-      // dependent signal carries both.
-      const both = TaskSignal.any(abort === null ? [] : [abort], { priority: prio });
-      return yieldTo(nativeOf(both), -1);
+      const i = newYieldSlot();
+      const p = yieldOut;
+      yieldOut = undefined;
+      queueYield(i, abort, prio);
+      return p;
     } catch (e) {
       return Promise.reject(e);
     }

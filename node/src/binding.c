@@ -333,6 +333,29 @@ static napi_value js_post(napi_env env, napi_callback_info info) {
   return promise;
 }
 
+int pts_node_post_plain(void *host, int32_t slot) {
+  env_st *st = host;
+  pts_post_options o = PTS_POST_OPTIONS_INIT;
+  if (st->closing || slot < 0) return PTS_EINVAL;
+  int rc = queue_post(st, SLOT_DATA(slot, 0, 0), &o);
+  if (rc < 0) return rc;
+  st->pending++;
+  wake(st);
+  return 0;
+}
+
+int pts_node_yield_plain(void *host, int32_t slot) {
+  env_st *st = host;
+  pts_yield_options o = PTS_YIELD_OPTIONS_INIT;
+  o.priority = PTS_PRIORITY_USER_VISIBLE;
+  if (st->closing || slot < 0) return PTS_EINVAL;
+  int rc = queue_yield(st, SLOT_DATA(slot, 0, 0), &o);
+  if (rc < 0) return rc;
+  st->pending++;
+  wake(st);
+  return 0;
+}
+
 /* yield(slot, signalHandle|undefined, priority|-1): the caller (JS) has
  * computed the scheduling state and made the promise; this queues the
  * continuation. */
@@ -575,18 +598,21 @@ static napi_value js_set_state(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/* init(run, onPriorityChange, onDependentAbort, resource, table) */
+/* init(run, onPriorityChange, onDependentAbort, resource, table, chunkBits)
+ * -> {post, yield, state}, the per-task entry points (engine.cc). */
 static napi_value js_init(napi_env env, napi_callback_info info) {
-  size_t argc = 5;
-  napi_value argv[5];
+  size_t argc = 6;
+  napi_value argv[6];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   env_st *st = get_st(env);
   if (st->engine) return NULL;
   CHECK(napi_create_reference(env, argv[1], 1, &st->prio_fn));
   CHECK(napi_create_reference(env, argv[2], 1, &st->abort_fn));
-  st->engine = pts_node_engine_new(argv[0], argv[4], argv[3]);
+  st->engine = pts_node_engine_new(argv[0], argv[4], argv[3], get_int(env, argv[5], 0), st);
   if (!st->engine) return throw_code(env, PTS_EINVAL);
-  return NULL;
+  napi_value fast = pts_node_engine_functions(st->engine);
+  if (!fast) return throw_code(env, PTS_ENOMEM);
+  return fast;
 }
 
 /* ---- lifecycle ---- */

@@ -33,11 +33,22 @@ typedef struct pts_node_engine pts_node_engine;
 
 /* NULL when out of memory. Must be called inside a Node-API callback. */
 pts_node_engine *pts_node_engine_new(napi_value run, napi_value table,
-                                     napi_value resource);
+                                     napi_value resource, int chunk_bits, void *host);
+
+/* {post, yield, state}: V8 functions for the calls made once per task, which
+ * skip Node-API's per-call bookkeeping (see engine.cc). NULL on failure. */
+napi_value pts_node_engine_functions(pts_node_engine *e);
+
+/* Implemented by the binding for those functions (host is its per-environment
+ * state): queue a postTask task without options, or a yield continuation at
+ * user-visible priority without a signal. 0, or a PTS_E* code with nothing
+ * queued. */
+int pts_node_post_plain(void *host, int32_t slot);
+int pts_node_yield_plain(void *host, int32_t slot);
 void pts_node_engine_free(pts_node_engine *e);
 
 /* Runs the task in `slot` of the table as one macrotask: sets the task's
- * scheduling state (table[slot + 1], read only if has_state) as the
+ * scheduling state (the slot's second entry, read only if has_state) as the
  * embedder data, calls run(slot) inside a Node callback scope (run settles
  * the task's promise, or returns it to be fulfilled with undefined), and
  * closes the scope (nextTicks and the microtask checkpoint). Returns 0, or
@@ -50,7 +61,7 @@ int pts_node_engine_run(pts_node_engine *e, int32_t slot, bool has_state);
 void pts_node_promise_settle(napi_value promise, napi_value value, bool rejected);
 
 /* Rejects the promise of `slot` (a yield continuation's through its reject
- * function, table[slot + 1]) with reason (a value of the caller's scope,
+ * function, the slot's second entry) with reason (a value of the caller's scope,
  * or NULL for undefined). Opens its own handle scope. */
 void pts_node_engine_reject(pts_node_engine *e, int32_t slot, napi_value reason);
 
