@@ -48,11 +48,10 @@ const kToken = Symbol('ptsched.token');
 // Three entries a task: the callback, the scheduling state and the promise.
 // The addon holds the slot number, reads the state from here when the task
 // has one, and settles the promise (src/engine.cc), so the promise is the
-// only other object a postTask task costs. A yield continuation is
-// [null, reject, resolve] instead: its promise is made in JS with its
-// resolving functions, which cost about 150 bytes more while it is pending
-// (there are few) and let run() fulfil it without the V8 API (promise
-// creation and fulfilment there cost about 60 ns each).
+// only other object a task costs. A yield continuation is [null, undefined,
+// promise], its promise made and settled by the addon the same way (a
+// promise made in JS needs its two resolving functions, more garbage per
+// yield than the V8 API's fulfilment costs).
 //
 // The table is chunks of 1,024 slots (24 KB each, below V8's large-object
 // size), added as slots are first needed and never copied: one growing
@@ -102,15 +101,12 @@ function run(i) {
   const c = table[i >> CHUNK_BITS];
   const o = (i & CHUNK_MASK) * 3;
   const cb = c[o];
-  const p = c[o + 2]; // a yield continuation's: its resolve function
+  const p = c[o + 2];
   c[o] = freeHead;
   c[o + 1] = undefined;
   c[o + 2] = undefined;
   freeHead = i;
-  if (cb === null) {
-    p(undefined);
-    return undefined;
-  }
+  if (cb === null) return p; // a yield continuation
   let r;
   try {
     r = cb();
@@ -147,39 +143,24 @@ function post(cb, handle, priority, delay, state) {
   }
 }
 
-const NativePromise = Promise;
-let resolveOut;
-let rejectOut;
-function captureResolvers(resolve, reject) {
-  resolveOut = resolve;
-  rejectOut = reject;
-}
-
-// A continuation's slot and promise (left in yieldOut), not yet queued.
-let yieldOut;
-function newYieldSlot() {
-  yieldOut = new NativePromise(captureResolvers);
-  const i = newSlot(null, rejectOut);
-  table[i >> CHUNK_BITS][(i & CHUNK_MASK) * 3 + 2] = resolveOut;
-  resolveOut = rejectOut = undefined;
-  return i;
-}
-
 // Queues the continuation in slot i for the scheduling state {abort, prio}
-// (prio: a priority number or a TaskSignal); the slot is freed if this
-// throws.
+// (prio: a priority number or a TaskSignal) and returns its promise; the
+// slot is freed if this throws.
 function queueYield(i, abort, prio) {
   try {
+    let p;
     if (typeof prio === 'number') {
-      native.yield(i, abort === null ? undefined : nativeOf(abort), prio);
+      p = native.yield(i, abort === null ? undefined : nativeOf(abort), prio);
     } else if (abort === prio) {
-      native.yield(i, nativeOf(abort), -1);
+      p = native.yield(i, nativeOf(abort), -1);
     } else {
       // The priority follows a TaskSignal other than the abort source: one
       // dependent signal carries both.
       const both = TaskSignal.any(abort === null ? [] : [abort], { priority: prio });
-      native.yield(i, nativeOf(both), -1);
+      p = native.yield(i, nativeOf(both), -1);
     }
+    table[i >> CHUNK_BITS][(i & CHUNK_MASK) * 3 + 2] = p;
+    return p;
   } catch (e) {
     releaseSlot(i);
     throw e;
@@ -189,23 +170,22 @@ function queueYield(i, abort, prio) {
 // scheduler.yield() without options: inherit both. One native call reads the
 // current state and, when there is none (user-visible, no signal), queues.
 function yieldInherit() {
-  const i = newYieldSlot();
-  const p = yieldOut;
-  yieldOut = undefined;
-  const inherited = fastYield(i);
-  if (inherited === true) return p;
-  if (inherited === undefined) {
-    // Nothing was queued: the Node-API form tries again and throws the error.
-    queueYield(i, null, 1);
+  const i = newSlot(null, undefined);
+  const p = fastYield(i);
+  if (p !== undefined) {
+    table[i >> CHUNK_BITS][(i & CHUNK_MASK) * 3 + 2] = p;
     return p;
   }
+  // A state to inherit (or queueing failed: the Node-API form tries again
+  // and throws the error).
+  const inherited = currentState();
+  if (inherited === undefined) return queueYield(i, null, 1);
   const abort = inherited.a;
   if (abort !== null && abort.aborted) {
     releaseSlot(i);
     return Promise.reject(abort.reason);
   }
-  queueYield(i, abort, inherited.p);
-  return p;
+  return queueYield(i, abort, inherited.p);
 }
 
 function onPriorityChange(signal, previous) {
@@ -496,11 +476,7 @@ class Scheduler {
       }
       if (prio === null) prio = 1;
       if (abort !== null && abort.aborted) return Promise.reject(abort.reason);
-      const i = newYieldSlot();
-      const p = yieldOut;
-      yieldOut = undefined;
-      queueYield(i, abort, prio);
-      return p;
+      return queueYield(newSlot(null, undefined), abort, prio);
     } catch (e) {
       return Promise.reject(e);
     }

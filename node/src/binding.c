@@ -356,9 +356,9 @@ int pts_node_yield_plain(void *host, int32_t slot) {
   return 0;
 }
 
-/* yield(slot, signalHandle|undefined, priority|-1): the caller (JS) has
- * computed the scheduling state and made the promise; this queues the
- * continuation. */
+/* yield(slot, signalHandle|undefined, priority|-1) -> promise: the caller
+ * (JS) has computed the scheduling state; this queues the continuation. Its
+ * promise is settled as a postTask task's is (engine.cc). */
 static napi_value js_yield(napi_env env, napi_callback_info info) {
   size_t argc = 3;
   napi_value argv[3];
@@ -370,8 +370,11 @@ static napi_value js_yield(napi_env env, napi_callback_info info) {
   o.priority = get_int(env, argv[2], PTS_PRIORITY_UNSET);
   if (!m && o.priority == PTS_PRIORITY_UNSET) o.priority = PTS_PRIORITY_USER_VISIBLE;
   int32_t slot = get_int(env, argv[0], -1);
-  if (queue_slot(env, st, slot, queue_yield, SLOT_DATA(slot, 0, 0), &o)) wake(st);
-  return NULL;
+  napi_value promise = pts_node_promise_new();
+  if (!promise || !queue_slot(env, st, slot, queue_yield, SLOT_DATA(slot, 0, 0), &o))
+    return NULL;
+  wake(st);
+  return promise;
 }
 
 /* ---- signals ---- */

@@ -127,20 +127,18 @@ void fast_post(const v8::FunctionCallbackInfo<v8::Value> &info) {
   info.GetReturnValue().Set(r->GetPromise());
 }
 
-// yield(slot) -> true when there is no current scheduling state and the
-// continuation was queued (user-visible, no signal); else the current state
-// (nothing queued), or undefined if queueing failed.
+// yield(slot) -> promise: when there is no current scheduling state, queues
+// the continuation (user-visible, no signal). Returns undefined, with nothing
+// queued, when there is a state (JS computes the continuation's from it) or
+// queueing failed.
 void fast_yield(const v8::FunctionCallbackInfo<v8::Value> &info) {
   pts_node_engine *e = engine_of(info);
-  v8::Local<v8::Value> state =
-      e->isolate->GetCurrentContext()->GetContinuationPreservedEmbedderData();
-  if (!state->IsUndefined()) {
-    info.GetReturnValue().Set(state);
-    return;
-  }
-  if (!info[0]->IsInt32() || pts_node_yield_plain(e->host, info[0].As<v8::Int32>()->Value()) < 0)
-    return;
-  info.GetReturnValue().Set(true);
+  v8::Local<v8::Context> ctx = e->isolate->GetCurrentContext();
+  if (!ctx->GetContinuationPreservedEmbedderData()->IsUndefined() || !info[0]->IsInt32()) return;
+  v8::Local<v8::Promise::Resolver> r;
+  if (!v8::Promise::Resolver::New(ctx).ToLocal(&r)) return;
+  if (pts_node_yield_plain(e->host, info[0].As<v8::Int32>()->Value()) < 0) return;
+  info.GetReturnValue().Set(r->GetPromise());
 }
 
 // state() -> the current scheduling state, or undefined.
@@ -213,14 +211,8 @@ extern "C" void pts_node_engine_reject(pts_node_engine *e, int32_t slot, napi_va
   v8::Isolate *isolate = e->isolate;
   v8::HandleScope hs(isolate);
   v8::Local<v8::Context> ctx = isolate->GetCurrentContext();
-  v8::Local<v8::Value> p, reject;
+  v8::Local<v8::Value> p;
   v8::Local<v8::Value> why = reason ? to_v8(reason) : v8::Undefined(isolate).As<v8::Value>();
-  if (!slot_get(e, ctx, slot, 2, &p)) return;
-  if (p->IsPromise()) {
+  if (slot_get(e, ctx, slot, 2, &p) && p->IsPromise())
     settle(ctx, p.As<v8::Promise::Resolver>(), false, why);
-  } else if (slot_get(e, ctx, slot, 1, &reject) && reject->IsFunction()) {
-    // A yield continuation: [null, reject, resolve].
-    v8::MaybeLocal<v8::Value> r = reject.As<v8::Function>()->Call(ctx, v8::Undefined(isolate), 1, &why);
-    (void)r;
-  }
 }

@@ -60,9 +60,8 @@ int pts_node_engine_run(pts_node_engine *e, int32_t slot, bool has_state);
  * rejects it with value if rejected, else resolves it with value. */
 void pts_node_promise_settle(napi_value promise, napi_value value, bool rejected);
 
-/* Rejects the promise of `slot` (a yield continuation's through its reject
- * function, the slot's second entry) with reason (a value of the caller's scope,
- * or NULL for undefined). Opens its own handle scope. */
+/* Rejects the promise of `slot` (its third entry) with reason (a value of
+ * the caller's scope, or NULL for undefined). Opens its own handle scope. */
 void pts_node_engine_reject(pts_node_engine *e, int32_t slot, napi_value reason);
 
 #ifdef __cplusplus
