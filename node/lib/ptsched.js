@@ -48,10 +48,9 @@ const kToken = Symbol('ptsched.token');
 // Three entries a task: the callback, the scheduling state and the promise.
 // The addon holds the slot number, reads the state from here when the task
 // has one, and settles the promise (src/engine.cc), so the promise is the
-// only other object a task costs. A yield continuation is [null, undefined,
-// promise], its promise made and settled by the addon the same way (a
-// promise made in JS needs its two resolving functions, more garbage per
-// yield than the V8 API's fulfilment costs).
+// only other object a task costs. Yield continuations are not here: the
+// addon keeps their promises and settles them without calling JS (a
+// continuation is only its promise's fulfilment).
 //
 // The table is chunks of 1,024 slots (24 KB each, below V8's large-object
 // size), added as slots are first needed and never copied: one growing
@@ -94,7 +93,7 @@ function releaseSlot(i) {
 
 // Called by the addon inside a Node callback scope for each task, with the
 // task's scheduling state already current. A callback that returns
-// undefined (and a yield continuation) hands its promise back for the addon
+// undefined hands its promise back for the addon
 // to fulfil with undefined; any other outcome is settled here. Either way
 // the promise is settled before the scope's microtask checkpoint.
 function run(i) {
@@ -106,7 +105,6 @@ function run(i) {
   c[o + 1] = undefined;
   c[o + 2] = undefined;
   freeHead = i;
-  if (cb === null) return p; // a yield continuation
   let r;
   try {
     r = cb();
@@ -143,49 +141,32 @@ function post(cb, handle, priority, delay, state) {
   }
 }
 
-// Queues the continuation in slot i for the scheduling state {abort, prio}
-// (prio: a priority number or a TaskSignal) and returns its promise; the
-// slot is freed if this throws.
-function queueYield(i, abort, prio) {
-  try {
-    let p;
-    if (typeof prio === 'number') {
-      p = native.yield(i, abort === null ? undefined : nativeOf(abort), prio);
-    } else if (abort === prio) {
-      p = native.yield(i, nativeOf(abort), -1);
-    } else {
-      // The priority follows a TaskSignal other than the abort source: one
-      // dependent signal carries both.
-      const both = TaskSignal.any(abort === null ? [] : [abort], { priority: prio });
-      p = native.yield(i, nativeOf(both), -1);
-    }
-    table[i >> CHUNK_BITS][(i & CHUNK_MASK) * 3 + 2] = p;
-    return p;
-  } catch (e) {
-    releaseSlot(i);
-    throw e;
+// Queues a continuation for the scheduling state {abort, prio} (prio: a
+// priority number or a TaskSignal) and returns its promise, which the addon
+// keeps and settles (a continuation has no table slot).
+function queueYield(abort, prio) {
+  if (typeof prio === 'number') {
+    return native.yield(abort === null ? undefined : nativeOf(abort), prio);
   }
+  if (abort === prio) return native.yield(nativeOf(abort), -1);
+  // The priority follows a TaskSignal other than the abort source: one
+  // dependent signal carries both.
+  const both = TaskSignal.any(abort === null ? [] : [abort], { priority: prio });
+  return native.yield(nativeOf(both), -1);
 }
 
 // scheduler.yield() without options: inherit both. One native call reads the
 // current state and, when there is none (user-visible, no signal), queues.
 function yieldInherit() {
-  const i = newSlot(null, undefined);
-  const p = fastYield(i);
-  if (p !== undefined) {
-    table[i >> CHUNK_BITS][(i & CHUNK_MASK) * 3 + 2] = p;
-    return p;
-  }
+  const p = fastYield();
+  if (p !== undefined) return p;
   // A state to inherit (or queueing failed: the Node-API form tries again
   // and throws the error).
   const inherited = currentState();
-  if (inherited === undefined) return queueYield(i, null, 1);
+  if (inherited === undefined) return queueYield(null, 1);
   const abort = inherited.a;
-  if (abort !== null && abort.aborted) {
-    releaseSlot(i);
-    return Promise.reject(abort.reason);
-  }
-  return queueYield(i, abort, inherited.p);
+  if (abort !== null && abort.aborted) return Promise.reject(abort.reason);
+  return queueYield(abort, inherited.p);
 }
 
 function onPriorityChange(signal, previous) {
@@ -476,7 +457,7 @@ class Scheduler {
       }
       if (prio === null) prio = 1;
       if (abort !== null && abort.aborted) return Promise.reject(abort.reason);
-      return queueYield(newSlot(null, undefined), abort, prio);
+      return queueYield(abort, prio);
     } catch (e) {
       return Promise.reject(e);
     }

@@ -73,15 +73,19 @@ typedef struct env_st {
   size_t n_aborted, cap_aborted;
 } env_st;
 
-/* A task (postTask task or yield continuation) is a slot number of the JS
- * task table (lib/ptsched.js: callback, state, promise), carried as the pts
- * task's data with two bits: "delayed", and "has a scheduling state" (a
- * postTask with a signal or a priority), so a task without one does not read
- * it. No allocation, no reference and no handle per task here, and the only
- * JS object per task besides the caller's callback is the promise. */
+/* A postTask task is a slot number of the JS task table (lib/ptsched.js:
+ * callback, state, promise), carried as the pts task's data with two bits:
+ * "delayed", and "has a scheduling state" (a postTask with a signal or a
+ * priority), so a task without one does not read it. No allocation, no
+ * reference and no handle per task here, and the only JS object per task
+ * besides the caller's callback is the promise. A yield continuation has the
+ * "yield" bit and an index of the addon's own store of pending yield promises
+ * instead (engine.cc): running one needs no JS call. */
 #define SLOT_DATA(slot, delayed, state)                                        \
-  ((void *)(uintptr_t)(((uintptr_t)(slot) << 2) | ((uintptr_t)(state) << 1) | (delayed)))
-#define DATA_SLOT(data) ((int32_t)((uintptr_t)(data) >> 2))
+  ((void *)(uintptr_t)(((uintptr_t)(slot) << 3) | ((uintptr_t)(state) << 1) | (delayed)))
+#define YIELD_DATA(index) ((void *)(uintptr_t)(((uintptr_t)(index) << 3) | 4u))
+#define DATA_SLOT(data) ((int32_t)((uintptr_t)(data) >> 3))
+#define DATA_YIELD(data) (((uintptr_t)(data) >> 2) & 1u)
 #define DATA_STATE(data) (((uintptr_t)(data) >> 1) & 1u)
 #define DATA_DELAYED(data) ((uintptr_t)(data) & 1u)
 
@@ -230,6 +234,19 @@ static void task_fn(void *data, int status) {
   }
   if (st->closing || status == PTS_ECANCELED) return;
   int32_t slot = DATA_SLOT(data);
+  if (DATA_YIELD(data)) {
+    /* A yield continuation: settle its promise (rejected inside js_abort,
+     * fulfilled in a callback scope otherwise). */
+    if (status != 0) {
+      pts_node_engine_settle_yield(st->engine, slot, false, st->reason);
+    } else if (pts_node_engine_settle_yield(st->engine, slot, true, NULL) < 0) {
+      st->budget_hit = true;
+      pts_loop_stop(st->loop);
+    } else {
+      after_task(st);
+    }
+    return;
+  }
   if (status != 0) {
     /* Inside js_abort: reject now with its reason; JS frees the slot. */
     pts_node_engine_reject(st->engine, slot, st->reason);
@@ -344,35 +361,37 @@ int pts_node_post_plain(void *host, int32_t slot) {
   return 0;
 }
 
-int pts_node_yield_plain(void *host, int32_t slot) {
+int pts_node_yield_plain(void *host, int32_t index) {
   env_st *st = host;
   pts_yield_options o = PTS_YIELD_OPTIONS_INIT;
   o.priority = PTS_PRIORITY_USER_VISIBLE;
-  if (st->closing || slot < 0) return PTS_EINVAL;
-  int rc = queue_yield(st, SLOT_DATA(slot, 0, 0), &o);
+  if (st->closing) return PTS_EINVAL;
+  int rc = queue_yield(st, YIELD_DATA(index), &o);
   if (rc < 0) return rc;
   st->pending++;
   wake(st);
   return 0;
 }
 
-/* yield(slot, signalHandle|undefined, priority|-1) -> promise: the caller
- * (JS) has computed the scheduling state; this queues the continuation. Its
- * promise is settled as a postTask task's is (engine.cc). */
+/* yield(signalHandle|undefined, priority|-1) -> promise: the caller (JS) has
+ * computed the scheduling state; this queues the continuation. */
 static napi_value js_yield(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
-  napi_value argv[3];
+  size_t argc = 2;
+  napi_value argv[2];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   env_st *st = get_st(env);
-  mirror *m = get_mirror(env, argv[1]);
+  mirror *m = get_mirror(env, argv[0]);
   pts_yield_options o = PTS_YIELD_OPTIONS_INIT;
   o.signal = m ? m->sig : NULL;
-  o.priority = get_int(env, argv[2], PTS_PRIORITY_UNSET);
+  o.priority = get_int(env, argv[1], PTS_PRIORITY_UNSET);
   if (!m && o.priority == PTS_PRIORITY_UNSET) o.priority = PTS_PRIORITY_USER_VISIBLE;
-  int32_t slot = get_int(env, argv[0], -1);
-  napi_value promise = pts_node_promise_new();
-  if (!promise || !queue_slot(env, st, slot, queue_yield, SLOT_DATA(slot, 0, 0), &o))
+  int32_t index;
+  napi_value promise = pts_node_engine_yield_promise(st->engine, &index);
+  if (!promise) return NULL;
+  if (!queue_slot(env, st, index, queue_yield, YIELD_DATA(index), &o)) {
+    pts_node_engine_drop_yield(st->engine, index);
     return NULL;
+  }
   wake(st);
   return promise;
 }

@@ -1,5 +1,5 @@
 // The V8 and Node C++ the addon uses where Node-API falls short; everything
-// else is Node-API (binding.c). Four things:
+// else is Node-API (binding.c). Five things:
 //
 // 1. V8's continuation-preserved embedder data (CPED), which V8 stores on each
 //    promise reaction when it is registered (then/await) and restores while
@@ -18,11 +18,15 @@
 // 4. The calls JS makes once per task (post and yield without options, and
 //    reading the current state): plain V8 functions, without Node-API's
 //    per-call wrapper, status bookkeeping and argument copies.
+// 5. Yield continuations: their promises kept here and fulfilled in a
+//    callback scope, with no JS call (pts_node_engine_settle_yield).
 //
 // napi_value is a v8::Local<v8::Value> in Node-API's own implementation
 // (v8impl::V8LocalValueFromJsValue copies it bit for bit); to_v8/from_v8 rely
 // on that, and on node exporting the V8 and node:: C++ API, which it does.
 #include <string.h>
+
+#include <vector>
 
 #include <node.h>
 #include <v8.h>
@@ -59,6 +63,13 @@ struct pts_node_engine {
   node::async_context actx;
   int chunk_bits; // a slot's entries: table[slot >> chunk_bits], from (slot & mask) * 3
   void *host;     // binding.c's per-environment state, for the fast entry points
+  // Pending yield continuations' promises, by index (free ones are empty and
+  // listed in yield_free). A yield needs nothing else, so running one calls
+  // no JS: its fulfilment in a callback scope resumes the awaiting code in
+  // the checkpoint. Few are pending at once, so their handles cost the
+  // scavenger little.
+  std::vector<v8::Global<v8::Promise>> yields;
+  std::vector<int32_t> yield_free;
 };
 
 namespace {
@@ -112,6 +123,23 @@ extern "C" pts_node_engine *pts_node_engine_new(napi_value run, napi_value table
 }
 
 namespace {
+// A new pending promise, kept in e->yields under *index.
+v8::MaybeLocal<v8::Promise> yield_promise(pts_node_engine *e, int32_t *index) {
+  v8::Isolate *isolate = e->isolate;
+  v8::Local<v8::Promise::Resolver> r;
+  if (!v8::Promise::Resolver::New(isolate->GetCurrentContext()).ToLocal(&r)) return {};
+  v8::Local<v8::Promise> p = r->GetPromise();
+  if (!e->yield_free.empty()) {
+    *index = e->yield_free.back();
+    e->yield_free.pop_back();
+    e->yields[*index].Reset(isolate, p);
+  } else {
+    *index = (int32_t)e->yields.size();
+    e->yields.emplace_back(isolate, p);
+  }
+  return p;
+}
+
 pts_node_engine *engine_of(const v8::FunctionCallbackInfo<v8::Value> &info) {
   return static_cast<pts_node_engine *>(info.Data().As<v8::External>()->Value());
 }
@@ -127,18 +155,22 @@ void fast_post(const v8::FunctionCallbackInfo<v8::Value> &info) {
   info.GetReturnValue().Set(r->GetPromise());
 }
 
-// yield(slot) -> promise: when there is no current scheduling state, queues
-// the continuation (user-visible, no signal). Returns undefined, with nothing
+// yield() -> promise: when there is no current scheduling state, queues a
+// continuation (user-visible, no signal). Returns undefined, with nothing
 // queued, when there is a state (JS computes the continuation's from it) or
 // queueing failed.
 void fast_yield(const v8::FunctionCallbackInfo<v8::Value> &info) {
   pts_node_engine *e = engine_of(info);
-  v8::Local<v8::Context> ctx = e->isolate->GetCurrentContext();
-  if (!ctx->GetContinuationPreservedEmbedderData()->IsUndefined() || !info[0]->IsInt32()) return;
-  v8::Local<v8::Promise::Resolver> r;
-  if (!v8::Promise::Resolver::New(ctx).ToLocal(&r)) return;
-  if (pts_node_yield_plain(e->host, info[0].As<v8::Int32>()->Value()) < 0) return;
-  info.GetReturnValue().Set(r->GetPromise());
+  if (!e->isolate->GetCurrentContext()->GetContinuationPreservedEmbedderData()->IsUndefined())
+    return;
+  int32_t index;
+  v8::Local<v8::Promise> p;
+  if (!yield_promise(e, &index).ToLocal(&p)) return;
+  if (pts_node_yield_plain(e->host, index) < 0) {
+    pts_node_engine_drop_yield(e, index);
+    return;
+  }
+  info.GetReturnValue().Set(p);
 }
 
 // state() -> the current scheduling state, or undefined.
@@ -215,4 +247,33 @@ extern "C" void pts_node_engine_reject(pts_node_engine *e, int32_t slot, napi_va
   v8::Local<v8::Value> why = reason ? to_v8(reason) : v8::Undefined(isolate).As<v8::Value>();
   if (slot_get(e, ctx, slot, 2, &p) && p->IsPromise())
     settle(ctx, p.As<v8::Promise::Resolver>(), false, why);
+}
+
+extern "C" napi_value pts_node_engine_yield_promise(pts_node_engine *e, int32_t *index) {
+  v8::Local<v8::Promise> p;
+  return yield_promise(e, index).ToLocal(&p) ? from_v8(p) : nullptr;
+}
+
+extern "C" void pts_node_engine_drop_yield(pts_node_engine *e, int32_t index) {
+  e->yields[index].Reset();
+  e->yield_free.push_back(index);
+}
+
+extern "C" int pts_node_engine_settle_yield(pts_node_engine *e, int32_t index, bool ok,
+                                            napi_value reason) {
+  v8::Isolate *isolate = e->isolate;
+  v8::HandleScope hs(isolate);
+  v8::Local<v8::Context> ctx = isolate->GetCurrentContext();
+  v8::Local<v8::Promise> p = e->yields[index].Get(isolate);
+  pts_node_engine_drop_yield(e, index);
+  v8::Local<v8::Promise::Resolver> r = p.As<v8::Promise::Resolver>();
+  if (!ok) {
+    settle(ctx, r, false, reason ? to_v8(reason) : v8::Undefined(isolate).As<v8::Value>());
+    return 0;
+  }
+  // A macrotask with no JS of its own: closing the scope runs the checkpoint,
+  // where the code awaiting the promise resumes.
+  node::CallbackScope scope(e->env, e->resource.Get(isolate), e->actx);
+  bool done = settle(ctx, r, true, v8::Undefined(isolate));
+  return !done && isolate->IsExecutionTerminating() ? -1 : 0;
 }

@@ -44,7 +44,22 @@ napi_value pts_node_engine_functions(pts_node_engine *e);
  * user-visible priority without a signal. 0, or a PTS_E* code with nothing
  * queued. */
 int pts_node_post_plain(void *host, int32_t slot);
-int pts_node_yield_plain(void *host, int32_t slot);
+int pts_node_yield_plain(void *host, int32_t index);
+
+/* A yield continuation's promise, kept by the engine under *index until
+ * pts_node_engine_settle_yield or _drop_yield (NULL, with an exception
+ * pending, if V8 could not make it). */
+napi_value pts_node_engine_yield_promise(pts_node_engine *e, int32_t *index);
+/* Forgets the promise under index unsettled (its continuation was never
+ * queued, so JS never saw it). */
+void pts_node_engine_drop_yield(pts_node_engine *e, int32_t index);
+
+/* Settles and forgets the promise under index: fulfils it with undefined
+ * inside a Node callback scope (a yield continuation running as a task:
+ * the continuation itself runs in the scope's microtask checkpoint) if ok,
+ * else rejects it with reason (NULL for undefined). Returns 0, or -1 when
+ * the isolate is terminating. Opens its own handle scope. */
+int pts_node_engine_settle_yield(pts_node_engine *e, int32_t index, bool ok, napi_value reason);
 void pts_node_engine_free(pts_node_engine *e);
 
 /* Runs the task in `slot` of the table as one macrotask: sets the task's
