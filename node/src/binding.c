@@ -317,8 +317,9 @@ static int queue_yield(env_st *st, void *data, const void *opts) {
   return pts_scheduler_yield_cb(st->sched, opts, task_fn, data);
 }
 
-/* post(slot, signalHandle|undefined, priority|-1, delayMs) -> promise:
- * queues the task of that slot; throws (nothing queued) on an error code. */
+/* post(slot, signalHandle|undefined, priority|-1, delayMs): queues the task
+ * of that slot (JS made its promise, the slot's third entry); throws
+ * (nothing queued) on an error code. */
 static napi_value js_post(napi_env env, napi_callback_info info) {
   size_t argc = 4;
   napi_value argv[4];
@@ -336,10 +337,7 @@ static napi_value js_post(napi_env env, napi_callback_info info) {
   bool delayed = o.delay_ms > 0;
   bool state = o.signal || o.priority != PTS_PRIORITY_UNSET; /* as JS post() */
   int32_t slot = get_int(env, argv[0], -1);
-  /* The task's promise, settled by run() or the addon (engine.cc). */
-  napi_value promise = pts_node_promise_new();
-  if (!promise || !queue_slot(env, st, slot, queue_post, SLOT_DATA(slot, delayed, state), &o))
-    return NULL;
+  if (!queue_slot(env, st, slot, queue_post, SLOT_DATA(slot, delayed, state), &o)) return NULL;
   if (delayed) {
     st->delayed++;
     heap_push(st, pts_loop_now(st->loop) + (uint64_t)o.delay_ms * 1000000u);
@@ -347,7 +345,7 @@ static napi_value js_post(napi_env env, napi_callback_info info) {
   } else {
     wake(st);
   }
-  return promise;
+  return NULL;
 }
 
 int pts_node_post_plain(void *host, int32_t slot) {
@@ -373,11 +371,12 @@ int pts_node_yield_plain(void *host, int32_t index) {
   return 0;
 }
 
-/* yield(signalHandle|undefined, priority|-1) -> promise: the caller (JS) has
- * computed the scheduling state; this queues the continuation. */
+/* yield(signalHandle|undefined, priority|-1, promise): the caller (JS) has
+ * computed the scheduling state and made the promise; this queues the
+ * continuation that fulfils it. */
 static napi_value js_yield(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
+  size_t argc = 3;
+  napi_value argv[3];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   env_st *st = get_st(env);
   mirror *m = get_mirror(env, argv[0]);
@@ -385,15 +384,14 @@ static napi_value js_yield(napi_env env, napi_callback_info info) {
   o.signal = m ? m->sig : NULL;
   o.priority = get_int(env, argv[1], PTS_PRIORITY_UNSET);
   if (!m && o.priority == PTS_PRIORITY_UNSET) o.priority = PTS_PRIORITY_USER_VISIBLE;
-  int32_t index;
-  napi_value promise = pts_node_engine_yield_promise(st->engine, &index);
-  if (!promise) return NULL;
+  int32_t index = pts_node_engine_keep_yield(st->engine, argv[2]);
+  if (index < 0) return throw_code(env, PTS_EINVAL);
   if (!queue_slot(env, st, index, queue_yield, YIELD_DATA(index), &o)) {
     pts_node_engine_drop_yield(st->engine, index);
     return NULL;
   }
   wake(st);
-  return promise;
+  return NULL;
 }
 
 /* ---- signals ---- */

@@ -95,13 +95,6 @@ extern "C" void pts_node_cped_set(napi_value value) {
   isolate->GetCurrentContext()->SetContinuationPreservedEmbedderData(to_v8(value));
 }
 
-extern "C" napi_value pts_node_promise_new(void) {
-  v8::Isolate *isolate = v8::Isolate::GetCurrent();
-  v8::Local<v8::Promise::Resolver> r;
-  if (!v8::Promise::Resolver::New(isolate->GetCurrentContext()).ToLocal(&r)) return nullptr;
-  return from_v8(r->GetPromise());
-}
-
 extern "C" pts_node_engine *pts_node_engine_new(napi_value run, napi_value table,
                                                 napi_value resource, int chunk_bits,
                                                 void *host) {
@@ -123,54 +116,49 @@ extern "C" pts_node_engine *pts_node_engine_new(napi_value run, napi_value table
 }
 
 namespace {
-// A new pending promise, kept in e->yields under *index.
-v8::MaybeLocal<v8::Promise> yield_promise(pts_node_engine *e, int32_t *index) {
-  v8::Isolate *isolate = e->isolate;
-  v8::Local<v8::Promise::Resolver> r;
-  if (!v8::Promise::Resolver::New(isolate->GetCurrentContext()).ToLocal(&r)) return {};
-  v8::Local<v8::Promise> p = r->GetPromise();
+// Keeps p in e->yields; returns its index.
+int32_t keep_yield(pts_node_engine *e, v8::Local<v8::Promise> p) {
+  int32_t index;
   if (!e->yield_free.empty()) {
-    *index = e->yield_free.back();
+    index = e->yield_free.back();
     e->yield_free.pop_back();
-    e->yields[*index].Reset(isolate, p);
+    e->yields[index].Reset(e->isolate, p);
   } else {
-    *index = (int32_t)e->yields.size();
-    e->yields.emplace_back(isolate, p);
+    index = (int32_t)e->yields.size();
+    e->yields.emplace_back(e->isolate, p);
   }
-  return p;
+  return index;
 }
 
 pts_node_engine *engine_of(const v8::FunctionCallbackInfo<v8::Value> &info) {
   return static_cast<pts_node_engine *>(info.Data().As<v8::External>()->Value());
 }
 
-// post(slot) -> promise: a postTask task without options. Returns undefined
-// when nothing was queued (JS then takes the Node-API path, which throws).
+// post(slot) -> true: queues the postTask task in slot (no options; JS made
+// its promise). Returns undefined when nothing was queued (JS then takes the
+// Node-API path, which throws).
 void fast_post(const v8::FunctionCallbackInfo<v8::Value> &info) {
   pts_node_engine *e = engine_of(info);
-  if (!info[0]->IsInt32()) return;
-  v8::Local<v8::Promise::Resolver> r;
-  if (!v8::Promise::Resolver::New(e->isolate->GetCurrentContext()).ToLocal(&r)) return;
-  if (pts_node_post_plain(e->host, info[0].As<v8::Int32>()->Value()) < 0) return;
-  info.GetReturnValue().Set(r->GetPromise());
+  if (!info[0]->IsInt32() || pts_node_post_plain(e->host, info[0].As<v8::Int32>()->Value()) < 0)
+    return;
+  info.GetReturnValue().Set(true);
 }
 
-// yield() -> promise: when there is no current scheduling state, queues a
-// continuation (user-visible, no signal). Returns undefined, with nothing
-// queued, when there is a state (JS computes the continuation's from it) or
-// queueing failed.
+// yield(promise) -> true: when there is no current scheduling state, queues
+// a continuation (user-visible, no signal) that fulfils promise (a pending
+// promise JS made). Returns undefined, with nothing queued, when there is a
+// state (JS computes the continuation's from it) or queueing failed.
 void fast_yield(const v8::FunctionCallbackInfo<v8::Value> &info) {
   pts_node_engine *e = engine_of(info);
-  if (!e->isolate->GetCurrentContext()->GetContinuationPreservedEmbedderData()->IsUndefined())
+  if (!e->isolate->GetCurrentContext()->GetContinuationPreservedEmbedderData()->IsUndefined() ||
+      !info[0]->IsPromise())
     return;
-  int32_t index;
-  v8::Local<v8::Promise> p;
-  if (!yield_promise(e, &index).ToLocal(&p)) return;
+  int32_t index = keep_yield(e, info[0].As<v8::Promise>());
   if (pts_node_yield_plain(e->host, index) < 0) {
     pts_node_engine_drop_yield(e, index);
     return;
   }
-  info.GetReturnValue().Set(p);
+  info.GetReturnValue().Set(true);
 }
 
 // state() -> the current scheduling state, or undefined.
@@ -249,9 +237,9 @@ extern "C" void pts_node_engine_reject(pts_node_engine *e, int32_t slot, napi_va
     settle(ctx, p.As<v8::Promise::Resolver>(), false, why);
 }
 
-extern "C" napi_value pts_node_engine_yield_promise(pts_node_engine *e, int32_t *index) {
-  v8::Local<v8::Promise> p;
-  return yield_promise(e, index).ToLocal(&p) ? from_v8(p) : nullptr;
+extern "C" int32_t pts_node_engine_keep_yield(pts_node_engine *e, napi_value promise) {
+  v8::Local<v8::Value> p = to_v8(promise);
+  return p->IsPromise() ? keep_yield(e, p.As<v8::Promise>()) : -1;
 }
 
 extern "C" void pts_node_engine_drop_yield(pts_node_engine *e, int32_t index) {

@@ -22,10 +22,6 @@ napi_value pts_node_cped_get(void);
 /* Sets it; promise reactions registered from now on carry value. */
 void pts_node_cped_set(napi_value value);
 
-/* A new pending promise in the caller's handle scope. NULL if V8 failed (an
- * exception is then pending). */
-napi_value pts_node_promise_new(void);
-
 /* The per-environment part: strong handles to run(slot), the task table and
  * the async resource tasks run under. Created by js_init, freed at teardown;
  * owner thread only. */
@@ -46,10 +42,10 @@ napi_value pts_node_engine_functions(pts_node_engine *e);
 int pts_node_post_plain(void *host, int32_t slot);
 int pts_node_yield_plain(void *host, int32_t index);
 
-/* A yield continuation's promise, kept by the engine under *index until
- * pts_node_engine_settle_yield or _drop_yield (NULL, with an exception
- * pending, if V8 could not make it). */
-napi_value pts_node_engine_yield_promise(pts_node_engine *e, int32_t *index);
+/* Keeps a yield continuation's promise (a pending promise JS made) until
+ * pts_node_engine_settle_yield or _drop_yield; returns its index, or -1 if
+ * promise is not a promise. */
+int32_t pts_node_engine_keep_yield(pts_node_engine *e, napi_value promise);
 /* Forgets the promise under index unsettled (its continuation was never
  * queued, so JS never saw it). */
 void pts_node_engine_drop_yield(pts_node_engine *e, int32_t index);
@@ -71,7 +67,7 @@ void pts_node_engine_free(pts_node_engine *e);
  * handle scope. */
 int pts_node_engine_run(pts_node_engine *e, int32_t slot, bool has_state);
 
-/* Settles promise (one from pts_node_promise_new; anything else is ignored):
+/* Settles promise (a task's promise; anything else is ignored):
  * rejects it with value if rejected, else resolves it with value. */
 void pts_node_promise_settle(napi_value promise, napi_value value, bool rejected);
 
