@@ -200,12 +200,18 @@ static void on_timer(uv_timer_t *h) {
 
 /* ---- running tasks ---- */
 
+static void run_loop(void *arg) {
+  env_st *st = arg;
+  pts_loop_run(st->loop, PTS_RUN_UNTIL_IDLE);
+}
+
 static void on_check(uv_check_t *h) {
   env_st *st = h->data;
   if (!uv_is_active((uv_handle_t *)&st->idle)) return;
   st->budget_end = uv_hrtime() + BUDGET_NS;
   st->budget_hit = false;
-  pts_loop_run(st->loop, PTS_RUN_UNTIL_IDLE);
+  /* One handle scope for the whole run (engine.h). */
+  pts_node_engine_scoped(st->engine, run_loop, st);
   if (!st->budget_hit) uv_idle_stop(&st->idle);
 }
 

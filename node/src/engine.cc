@@ -193,9 +193,16 @@ extern "C" void pts_node_engine_free(pts_node_engine *e) {
   delete e;  // the Globals release their handles
 }
 
+extern "C" void pts_node_engine_scoped(pts_node_engine *e, void (*fn)(void *), void *arg) {
+  v8::HandleScope hs(e->isolate);
+  fn(arg);
+}
+
 extern "C" int pts_node_engine_run(pts_node_engine *e, int32_t slot, bool has_state) {
+  // Handles go to the check phase's scope (pts_node_engine_scoped): a scope
+  // per task allocated and freed a handle block per task when the stack
+  // sat at a block's end.
   v8::Isolate *isolate = e->isolate;
-  v8::HandleScope hs(isolate);
   v8::Local<v8::Context> ctx = isolate->GetCurrentContext();
   v8::Local<v8::Value> state;
   if (has_state && !slot_get(e, ctx, slot, 1, &state))
@@ -250,15 +257,18 @@ extern "C" void pts_node_engine_drop_yield(pts_node_engine *e, int32_t index) {
 extern "C" int pts_node_engine_settle_yield(pts_node_engine *e, int32_t index, bool ok,
                                             napi_value reason) {
   v8::Isolate *isolate = e->isolate;
-  v8::HandleScope hs(isolate);
-  v8::Local<v8::Context> ctx = isolate->GetCurrentContext();
-  v8::Local<v8::Promise> p = e->yields[index].Get(isolate);
-  pts_node_engine_drop_yield(e, index);
-  v8::Local<v8::Promise::Resolver> r = p.As<v8::Promise::Resolver>();
   if (!ok) {
-    settle(ctx, r, false, reason ? to_v8(reason) : v8::Undefined(isolate).As<v8::Value>());
+    v8::HandleScope hs(isolate);
+    v8::Local<v8::Promise> p = e->yields[index].Get(isolate);
+    pts_node_engine_drop_yield(e, index);
+    settle(isolate->GetCurrentContext(), p.As<v8::Promise::Resolver>(), false,
+           reason ? to_v8(reason) : v8::Undefined(isolate).As<v8::Value>());
     return 0;
   }
+  // As pts_node_engine_run: the handles go to the check phase's scope.
+  v8::Local<v8::Context> ctx = isolate->GetCurrentContext();
+  v8::Local<v8::Promise::Resolver> r = e->yields[index].Get(isolate).As<v8::Promise::Resolver>();
+  pts_node_engine_drop_yield(e, index);
   // A macrotask with no JS of its own: closing the scope runs the checkpoint,
   // where the code awaiting the promise resumes.
   node::CallbackScope scope(e->env, e->resource.Get(isolate), e->actx);

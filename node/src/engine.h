@@ -54,17 +54,22 @@ void pts_node_engine_drop_yield(pts_node_engine *e, int32_t index);
  * inside a Node callback scope (a yield continuation running as a task:
  * the continuation itself runs in the scope's microtask checkpoint) if ok,
  * else rejects it with reason (NULL for undefined). Returns 0, or -1 when
- * the isolate is terminating. Opens its own handle scope. */
+ * the isolate is terminating. The fulfilment's handles go to the caller's
+ * handle scope; a rejection opens its own. */
 int pts_node_engine_settle_yield(pts_node_engine *e, int32_t index, bool ok, napi_value reason);
 void pts_node_engine_free(pts_node_engine *e);
+
+/* Calls fn(arg) inside a V8 handle scope: the check phase's, which the two
+ * run functions below use (they open none of their own). */
+void pts_node_engine_scoped(pts_node_engine *e, void (*fn)(void *), void *arg);
 
 /* Runs the task in `slot` of the table as one macrotask: sets the task's
  * scheduling state (the slot's second entry, read only if has_state) as the
  * embedder data, calls run(slot) inside a Node callback scope (run settles
  * the task's promise, or returns it to be fulfilled with undefined), and
  * closes the scope (nextTicks and the microtask checkpoint). Returns 0, or
- * -1 when the isolate is terminating (nothing more may run). Opens its own
- * handle scope. */
+ * -1 when the isolate is terminating (nothing more may run). Its handles
+ * go to the caller's handle scope. */
 int pts_node_engine_run(pts_node_engine *e, int32_t slot, bool has_state);
 
 /* Settles promise (a task's promise; anything else is ignored):
