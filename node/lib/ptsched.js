@@ -125,8 +125,9 @@ function releaseSlots(slots) {
 // A task's or continuation's promise: made here, settled by the addon
 // through the V8 API. Optimised code allocates only the promise (the unused
 // resolving functions are optimised away), faster than the V8 API's
-// generic allocation.
-const NativePromise = Promise;
+// generic allocation. The intrinsic Promise (the addon settles only real
+// promises), even if globalThis.Promise was replaced before this loaded.
+const NativePromise = Object.getPrototypeOf((async () => {})()).constructor;
 function noop() {}
 
 function post(cb, handle, priority, delay, state) {
