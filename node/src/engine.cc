@@ -11,10 +11,10 @@
 //    which the scavenger visits while it lives. Here a task's promise is a
 //    plain V8 promise kept in the JS task table (the slot's third entry) and
 //    settled through v8::Promise::Resolver, which is the promise itself.
-// 3. The per-task run path (pts_node_engine_run): one handle scope, the
-//    callback scope, the call and (for a callback that returned undefined)
-//    the fulfilment, instead of a dozen Node-API calls each checking and
-//    recording status.
+// 3. The per-task run path (pts_node_engine_run): the callback scope, the
+//    call and (for a callback that returned undefined) the fulfilment,
+//    inside one handle scope per check-phase run, instead of a dozen
+//    Node-API calls each checking and recording status.
 // 4. The calls JS makes once per task (post and yield without options, and
 //    reading the current state): plain V8 functions, without Node-API's
 //    per-call wrapper, status bookkeeping and argument copies.
@@ -73,7 +73,7 @@ struct pts_node_engine {
 };
 
 namespace {
-// Entry `field` of `slot` (0 callback, 1 state, 2 promise or resolve).
+// Entry `field` of `slot` (0 callback, 1 state, 2 promise).
 bool slot_get(pts_node_engine *e, v8::Local<v8::Context> ctx, int32_t slot, int field,
               v8::Local<v8::Value> *out) {
   v8::Local<v8::Value> chunk;
