@@ -44,54 +44,67 @@ const kHandlerSet = Symbol('ptsched.onprioritychange.installed');
 const kDependent = Symbol('ptsched.dependent');
 const kToken = Symbol('ptsched.token');
 
-// ---- scheduling state ----
-
-// The current scheduling state: {a: abort source or null, p: priority source
-// (a TaskSignal, or a fixed priority number)}, or undefined (null in the
-// spec). The addon keeps it in V8's continuation-preserved embedder data.
-const currentState = native.state;
-
 // ---- the task table ----
 // Three entries a task: the callback, the scheduling state and the promise.
 // The addon holds the slot number, reads the state from here when the task
 // has one, and settles the promise (src/engine.cc), so the promise is the
-// only other object a postTask task costs. A yield continuation is
-// [null, reject, resolve] instead: its promise is made in JS with its
-// resolving functions, which cost about 150 bytes more while it is pending
-// (there are few) and let run() fulfil it without the V8 API (promise
-// creation and fulfilment there cost about 60 ns each).
+// only other object a task costs. Yield continuations are not here: the
+// addon keeps their promises and settles them without calling JS (a
+// continuation is only its promise's fulfilment).
+//
+// The table is chunks of 1,024 slots (24 KB each, below V8's large-object
+// size), added as slots are first needed and never copied: one growing
+// array was reallocated (and copied) at every growth step as a young large
+// object, and a burst of 100,000 tasks paid for that. Free slots are a list
+// threaded through their first entry, so freeing one allocates nothing.
 
-const table = [];
-const freeSlots = [];
+const CHUNK_BITS = 10;
+const CHUNK_SLOTS = 1 << CHUNK_BITS;
+const CHUNK_MASK = CHUNK_SLOTS - 1;
+const table = []; // chunks of CHUNK_SLOTS slots, three entries each
+let freeHead = -1; // free slots, threaded through their first entry
+let slotCount = 0; // slots handed out at least once
 
 function newSlot(cb, state) {
-  const i = freeSlots.length !== 0 ? freeSlots.pop() : table.length;
-  table[i] = cb;
-  table[i + 1] = state;
-  table[i + 2] = undefined;
+  let i = freeHead;
+  let c;
+  if (i >= 0) {
+    c = table[i >> CHUNK_BITS];
+    freeHead = c[(i & CHUNK_MASK) * 3];
+  } else {
+    i = slotCount++;
+    if ((i & CHUNK_MASK) === 0) table.push(new Array(3 * CHUNK_SLOTS).fill(undefined));
+    c = table[i >> CHUNK_BITS];
+  }
+  const o = (i & CHUNK_MASK) * 3;
+  c[o] = cb;
+  c[o + 1] = state;
   return i;
 }
 
 function releaseSlot(i) {
-  table[i] = undefined;
-  table[i + 1] = undefined;
-  table[i + 2] = undefined;
-  freeSlots.push(i);
+  const c = table[i >> CHUNK_BITS];
+  const o = (i & CHUNK_MASK) * 3;
+  c[o] = freeHead;
+  c[o + 1] = undefined;
+  c[o + 2] = undefined;
+  freeHead = i;
 }
 
 // Called by the addon inside a Node callback scope for each task, with the
 // task's scheduling state already current. A callback that returns
-// undefined (and a yield continuation) hands its promise back for the addon
+// undefined hands its promise back for the addon
 // to fulfil with undefined; any other outcome is settled here. Either way
 // the promise is settled before the scope's microtask checkpoint.
 function run(i) {
-  const cb = table[i];
-  const p = table[i + 2]; // a yield continuation's: its resolve function
-  releaseSlot(i);
-  if (cb === null) {
-    p(undefined);
-    return undefined;
-  }
+  const c = table[i >> CHUNK_BITS];
+  const o = (i & CHUNK_MASK) * 3;
+  const cb = c[o];
+  const p = c[o + 2];
+  c[o] = freeHead;
+  c[o + 1] = undefined;
+  c[o + 2] = undefined;
+  freeHead = i;
   let r;
   try {
     r = cb();
@@ -109,12 +122,25 @@ function releaseSlots(slots) {
   for (let k = 0; k < slots.length; k++) releaseSlot(slots[k]);
 }
 
+// A task's or continuation's promise: made here, settled by the addon
+// through the V8 API. Optimised code allocates only the promise (the unused
+// resolving functions are optimised away), faster than the V8 API's
+// generic allocation. The intrinsic Promise (the addon settles only real
+// promises), even if globalThis.Promise was replaced before this loaded.
+const NativePromise = Object.getPrototypeOf((async () => {})()).constructor;
+function noop() {}
+
 function post(cb, handle, priority, delay, state) {
   const i = newSlot(cb, state);
+  const p = new NativePromise(noop);
+  table[i >> CHUNK_BITS][(i & CHUNK_MASK) * 3 + 2] = p;
   try {
-    const p = handle === undefined && priority === -1 && delay === 0
-      ? native.post(i) : native.post(i, handle, priority, delay);
-    table[i + 2] = p;
+    if (handle === undefined && priority === -1 && delay === 0) {
+      // Nothing was queued: the Node-API form tries again and throws the error.
+      if (fastPost(i) !== true) native.post(i);
+    } else {
+      native.post(i, handle, priority, delay);
+    }
     return p;
   } catch (e) {
     releaseSlot(i);
@@ -122,26 +148,35 @@ function post(cb, handle, priority, delay, state) {
   }
 }
 
-const NativePromise = Promise;
-let resolveOut;
-let rejectOut;
-function captureResolvers(resolve, reject) {
-  resolveOut = resolve;
-  rejectOut = reject;
-}
-
-function yieldTo(handle, priority) {
-  const p = new NativePromise(captureResolvers);
-  const i = newSlot(null, rejectOut);
-  table[i + 2] = resolveOut;
-  resolveOut = rejectOut = undefined;
-  try {
-    native.yield(i, handle, priority);
-  } catch (e) {
-    releaseSlot(i);
-    throw e;
+// Queues a continuation for the scheduling state {abort, prio} (prio: a
+// priority number or a TaskSignal) and returns its promise, which the addon
+// keeps and settles (a continuation has no table slot).
+function queueYield(abort, prio, p = new NativePromise(noop)) {
+  if (typeof prio === 'number') {
+    native.yield(abort === null ? undefined : nativeOf(abort), prio, p);
+  } else if (abort === prio) {
+    native.yield(nativeOf(abort), -1, p);
+  } else {
+    // The priority follows a TaskSignal other than the abort source: one
+    // dependent signal carries both.
+    const both = TaskSignal.any(abort === null ? [] : [abort], { priority: prio });
+    native.yield(nativeOf(both), -1, p);
   }
   return p;
+}
+
+// scheduler.yield() without options: inherit both. One native call reads the
+// current state and, when there is none (user-visible, no signal), queues.
+function yieldInherit() {
+  const p = new NativePromise(noop);
+  if (fastYield(p) === true) return p;
+  // A state to inherit (or queueing failed: the Node-API form tries again
+  // and throws the error).
+  const inherited = currentState();
+  if (inherited === undefined) return queueYield(null, 1, p);
+  const abort = inherited.a;
+  if (abort !== null && abort.aborted) return Promise.reject(abort.reason);
+  return queueYield(abort, inherited.p, p);
 }
 
 function onPriorityChange(signal, previous) {
@@ -159,7 +194,14 @@ function onDependentAbort(signal, reason) {
 // TaskSignal.prototype.addEventListener).
 const listenedDependents = new Set();
 
-native.init(run, onPriorityChange, onDependentAbort, { __proto__: null }, table);
+const fast = native.init(run, onPriorityChange, onDependentAbort, { __proto__: null }, table,
+                         CHUNK_BITS);
+const fastPost = fast.post;
+const fastYield = fast.yield;
+// The current scheduling state: {a: abort source or null, p: priority source
+// (a TaskSignal, or a fixed priority number)}, or undefined (null in the
+// spec), read from V8's continuation-preserved embedder data.
+const currentState = fast.state;
 
 // ---- WebIDL conversions ----
 
@@ -385,6 +427,7 @@ class Scheduler {
   // spec: schedule a yield continuation
   yield(options = undefined) {
     try {
+      if (options === undefined) return yieldInherit();
       let signalOpt = null;
       let priorityOpt = null;
       const dict = toDictionary(options, 'options');
@@ -424,14 +467,7 @@ class Scheduler {
       }
       if (prio === null) prio = 1;
       if (abort !== null && abort.aborted) return Promise.reject(abort.reason);
-      if (typeof prio === 'number') {
-        return yieldTo(abort === null ? undefined : nativeOf(abort), prio);
-      }
-      if (abort === prio) return yieldTo(nativeOf(abort), -1);
-      // The priority follows a TaskSignal other than the abort source: one
-      // dependent signal carries both.
-      const both = TaskSignal.any(abort === null ? [] : [abort], { priority: prio });
-      return yieldTo(nativeOf(both), -1);
+      return queueYield(abort, prio);
     } catch (e) {
       return Promise.reject(e);
     }

@@ -43,6 +43,20 @@
 
 #include "engine.h"
 
+/* The budget is checked after every task. With an invariant TSC (x86-64)
+ * the check reads the counter itself, scaled by a rate measured against
+ * uv_hrtime once the addon has been loaded for CALIBRATE_NS: on the project
+ * machine (a VM) clock_gettime takes 29 ns and rdtsc 11, and the clock was
+ * about a tenth of a task's run path. Elsewhere uv_hrtime is read. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#include <x86intrin.h>
+#define HAVE_TSC 1
+#else
+#define HAVE_TSC 0
+#endif
+#define CALIBRATE_NS (10 * 1000 * 1000)
+
 /* How long one check-phase run may take before libuv gets the thread back. */
 #define BUDGET_NS (2 * 1000 * 1000)
 
@@ -60,6 +74,10 @@ typedef struct env_st {
   napi_value reason;   /* the abort reason while abort() runs, else NULL */
   uint64_t budget_end;
   bool budget_hit;
+  bool tsc;            /* the TSC is invariant (HAVE_TSC); tsc0/ns0 set */
+  uint64_t tsc0, ns0;  /* the TSC and uv_hrtime at load, for the rate */
+  uint64_t tsc_budget; /* BUDGET_NS in TSC ticks; 0 until calibrated */
+  uint64_t tsc_end;    /* budget_end in TSC ticks, if tsc_budget */
   bool closing;        /* env teardown began: no more JS */
   napi_async_cleanup_hook_handle cleanup_handle;
   int open_handles;    /* uv handles not yet closed */
@@ -73,15 +91,19 @@ typedef struct env_st {
   size_t n_aborted, cap_aborted;
 } env_st;
 
-/* A task (postTask task or yield continuation) is a slot number of the JS
- * task table (lib/ptsched.js: callback, state, promise), carried as the pts
- * task's data with two bits: "delayed", and "has a scheduling state" (a
- * postTask with a signal or a priority), so a task without one does not read
- * it. No allocation, no reference and no handle per task here, and the only
- * JS object per task besides the caller's callback is the promise. */
+/* A postTask task is a slot number of the JS task table (lib/ptsched.js:
+ * callback, state, promise), carried as the pts task's data with two bits:
+ * "delayed", and "has a scheduling state" (a postTask with a signal or a
+ * priority), so a task without one does not read it. No allocation, no
+ * reference and no handle per task here, and the only JS object per task
+ * besides the caller's callback is the promise. A yield continuation has the
+ * "yield" bit and an index of the addon's own store of pending yield promises
+ * instead (engine.cc): running one needs no JS call. */
 #define SLOT_DATA(slot, delayed, state)                                        \
-  ((void *)(uintptr_t)(((uintptr_t)(slot) << 2) | ((uintptr_t)(state) << 1) | (delayed)))
-#define DATA_SLOT(data) ((int32_t)((uintptr_t)(data) >> 2))
+  ((void *)(uintptr_t)(((uintptr_t)(slot) << 3) | ((uintptr_t)(state) << 1) | (delayed)))
+#define YIELD_DATA(index) ((void *)(uintptr_t)(((uintptr_t)(index) << 3) | 4u))
+#define DATA_SLOT(data) ((int32_t)((uintptr_t)(data) >> 3))
+#define DATA_YIELD(data) (((uintptr_t)(data) >> 2) & 1u)
 #define DATA_STATE(data) (((uintptr_t)(data) >> 1) & 1u)
 #define DATA_DELAYED(data) ((uintptr_t)(data) & 1u)
 
@@ -196,20 +218,45 @@ static void on_timer(uv_timer_t *h) {
 
 /* ---- running tasks ---- */
 
+static void run_loop(void *arg) {
+  env_st *st = arg;
+  pts_loop_run(st->loop, PTS_RUN_UNTIL_IDLE);
+}
+
 static void on_check(uv_check_t *h) {
   env_st *st = h->data;
   if (!uv_is_active((uv_handle_t *)&st->idle)) return;
-  st->budget_end = uv_hrtime() + BUDGET_NS;
+  uint64_t now = uv_hrtime();
+  st->budget_end = now + BUDGET_NS;
   st->budget_hit = false;
-  pts_loop_run(st->loop, PTS_RUN_UNTIL_IDLE);
+#if HAVE_TSC
+  if (st->tsc) {
+    uint64_t t = __rdtsc();
+    if (st->tsc_budget == 0 && now - st->ns0 >= CALIBRATE_NS) {
+      double per_ns = (double)(t - st->tsc0) / (double)(now - st->ns0);
+      /* A rate outside 0.1-100 GHz is not a clock to trust. */
+      if (per_ns > 0.1 && per_ns < 100) st->tsc_budget = (uint64_t)(BUDGET_NS * per_ns);
+      else st->tsc = false;
+    }
+    st->tsc_end = t + st->tsc_budget;
+  }
+#endif
+  /* One handle scope for the whole run (engine.h). */
+  pts_node_engine_scoped(st->engine, run_loop, st);
   if (!st->budget_hit) uv_idle_stop(&st->idle);
 }
 
 /* After each task: end the run once the budget is spent. The clock is read
- * after every task (a vDSO read): sampling every Nth task would let N - 1
- * long tasks overrun the budget and starve I/O. */
+ * after every task (the TSC or a vDSO read, see HAVE_TSC): sampling every
+ * Nth task would let N - 1 long tasks overrun the budget and starve I/O. */
 static void after_task(env_st *st) {
-  if (!st->budget_hit && uv_hrtime() >= st->budget_end) {
+  if (st->budget_hit) return;
+#if HAVE_TSC
+  bool over = st->tsc_budget ? __rdtsc() >= st->tsc_end : uv_hrtime() >= st->budget_end;
+#else
+  bool over = uv_hrtime() >= st->budget_end;
+#endif
+  if (over) {
     st->budget_hit = true;
     pts_loop_stop(st->loop);
   }
@@ -230,6 +277,19 @@ static void task_fn(void *data, int status) {
   }
   if (st->closing || status == PTS_ECANCELED) return;
   int32_t slot = DATA_SLOT(data);
+  if (DATA_YIELD(data)) {
+    /* A yield continuation: settle its promise (rejected inside js_abort,
+     * fulfilled in a callback scope otherwise). */
+    if (status != 0) {
+      pts_node_engine_settle_yield(st->engine, slot, false, st->reason);
+    } else if (pts_node_engine_settle_yield(st->engine, slot, true, NULL) < 0) {
+      st->budget_hit = true;
+      pts_loop_stop(st->loop);
+    } else {
+      after_task(st);
+    }
+    return;
+  }
   if (status != 0) {
     /* Inside js_abort: reject now with its reason; JS frees the slot. */
     pts_node_engine_reject(st->engine, slot, st->reason);
@@ -300,8 +360,9 @@ static int queue_yield(env_st *st, void *data, const void *opts) {
   return pts_scheduler_yield_cb(st->sched, opts, task_fn, data);
 }
 
-/* post(slot, signalHandle|undefined, priority|-1, delayMs) -> promise:
- * queues the task of that slot; throws (nothing queued) on an error code. */
+/* post(slot, signalHandle|undefined, priority|-1, delayMs): queues the task
+ * of that slot (JS made its promise, the slot's third entry); throws
+ * (nothing queued) on an error code. */
 static napi_value js_post(napi_env env, napi_callback_info info) {
   size_t argc = 4;
   napi_value argv[4];
@@ -319,10 +380,7 @@ static napi_value js_post(napi_env env, napi_callback_info info) {
   bool delayed = o.delay_ms > 0;
   bool state = o.signal || o.priority != PTS_PRIORITY_UNSET; /* as JS post() */
   int32_t slot = get_int(env, argv[0], -1);
-  /* The task's promise, settled by run() or the addon (engine.cc). */
-  napi_value promise = pts_node_promise_new();
-  if (!promise || !queue_slot(env, st, slot, queue_post, SLOT_DATA(slot, delayed, state), &o))
-    return NULL;
+  if (!queue_slot(env, st, slot, queue_post, SLOT_DATA(slot, delayed, state), &o)) return NULL;
   if (delayed) {
     st->delayed++;
     heap_push(st, pts_loop_now(st->loop) + (uint64_t)o.delay_ms * 1000000u);
@@ -330,24 +388,52 @@ static napi_value js_post(napi_env env, napi_callback_info info) {
   } else {
     wake(st);
   }
-  return promise;
+  return NULL;
 }
 
-/* yield(slot, signalHandle|undefined, priority|-1): the caller (JS) has
+int pts_node_post_plain(void *host, int32_t slot) {
+  env_st *st = host;
+  pts_post_options o = PTS_POST_OPTIONS_INIT;
+  if (st->closing || slot < 0) return PTS_EINVAL;
+  int rc = queue_post(st, SLOT_DATA(slot, 0, 0), &o);
+  if (rc < 0) return rc;
+  st->pending++;
+  wake(st);
+  return 0;
+}
+
+int pts_node_yield_plain(void *host, int32_t index) {
+  env_st *st = host;
+  pts_yield_options o = PTS_YIELD_OPTIONS_INIT;
+  o.priority = PTS_PRIORITY_USER_VISIBLE;
+  if (st->closing) return PTS_EINVAL;
+  int rc = queue_yield(st, YIELD_DATA(index), &o);
+  if (rc < 0) return rc;
+  st->pending++;
+  wake(st);
+  return 0;
+}
+
+/* yield(signalHandle|undefined, priority|-1, promise): the caller (JS) has
  * computed the scheduling state and made the promise; this queues the
- * continuation. */
+ * continuation that fulfils it. */
 static napi_value js_yield(napi_env env, napi_callback_info info) {
   size_t argc = 3;
   napi_value argv[3];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   env_st *st = get_st(env);
-  mirror *m = get_mirror(env, argv[1]);
+  mirror *m = get_mirror(env, argv[0]);
   pts_yield_options o = PTS_YIELD_OPTIONS_INIT;
   o.signal = m ? m->sig : NULL;
-  o.priority = get_int(env, argv[2], PTS_PRIORITY_UNSET);
+  o.priority = get_int(env, argv[1], PTS_PRIORITY_UNSET);
   if (!m && o.priority == PTS_PRIORITY_UNSET) o.priority = PTS_PRIORITY_USER_VISIBLE;
-  int32_t slot = get_int(env, argv[0], -1);
-  if (queue_slot(env, st, slot, queue_yield, SLOT_DATA(slot, 0, 0), &o)) wake(st);
+  int32_t index = pts_node_engine_keep_yield(st->engine, argv[2]);
+  if (index < 0) return throw_code(env, PTS_EINVAL);
+  if (!queue_slot(env, st, index, queue_yield, YIELD_DATA(index), &o)) {
+    pts_node_engine_drop_yield(st->engine, index);
+    return NULL;
+  }
+  wake(st);
   return NULL;
 }
 
@@ -575,18 +661,21 @@ static napi_value js_set_state(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/* init(run, onPriorityChange, onDependentAbort, resource, table) */
+/* init(run, onPriorityChange, onDependentAbort, resource, table, chunkBits)
+ * -> {post, yield, state}, the per-task entry points (engine.cc). */
 static napi_value js_init(napi_env env, napi_callback_info info) {
-  size_t argc = 5;
-  napi_value argv[5];
+  size_t argc = 6;
+  napi_value argv[6];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   env_st *st = get_st(env);
   if (st->engine) return NULL;
   CHECK(napi_create_reference(env, argv[1], 1, &st->prio_fn));
   CHECK(napi_create_reference(env, argv[2], 1, &st->abort_fn));
-  st->engine = pts_node_engine_new(argv[0], argv[4], argv[3]);
+  st->engine = pts_node_engine_new(argv[0], argv[4], argv[3], get_int(env, argv[5], 0), st);
   if (!st->engine) return throw_code(env, PTS_EINVAL);
-  return NULL;
+  napi_value fast = pts_node_engine_functions(st->engine);
+  if (!fast) return throw_code(env, PTS_ENOMEM);
+  return fast;
 }
 
 /* ---- lifecycle ---- */
@@ -632,6 +721,16 @@ NAPI_MODULE_INIT() {
     uv_idle_init(st->uv, &st->idle);
     uv_timer_init(st->uv, &st->timer);
     st->check.data = st->idle.data = st->timer.data = st;
+#if HAVE_TSC
+    unsigned a, b, c, d;
+    /* CPUID 0x80000007 EDX bit 8: the TSC runs at a constant rate in all
+     * states, so ticks convert to time. */
+    if (__get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8))) {
+      st->tsc = true;
+      st->tsc0 = __rdtsc();
+      st->ns0 = uv_hrtime();
+    }
+#endif
     st->open_handles = 3;
     uv_check_start(&st->check, on_check);
     uv_unref((uv_handle_t *)&st->check);

@@ -1,5 +1,5 @@
 // The V8 and Node C++ the addon uses where Node-API falls short; everything
-// else is Node-API (binding.c). Three things:
+// else is Node-API (binding.c). Five things:
 //
 // 1. V8's continuation-preserved embedder data (CPED), which V8 stores on each
 //    promise reaction when it is registered (then/await) and restores while
@@ -9,17 +9,24 @@
 // 2. Promises without a handle of their own. napi_create_promise pairs each
 //    promise with a napi_deferred, a V8 global handle plus a malloc'd holder,
 //    which the scavenger visits while it lives. Here a task's promise is a
-//    plain V8 promise kept in the JS task table (slot + 2) and settled
-//    through v8::Promise::Resolver, which is the promise itself.
-// 3. The per-task run path (pts_node_engine_run): one handle scope, the
-//    callback scope, the call and (for a callback that returned undefined)
-//    the fulfilment, instead of a dozen Node-API calls each checking and
-//    recording status.
+//    plain V8 promise kept in the JS task table (the slot's third entry) and
+//    settled through v8::Promise::Resolver, which is the promise itself.
+// 3. The per-task run path (pts_node_engine_run): the callback scope, the
+//    call and (for a callback that returned undefined) the fulfilment,
+//    inside one handle scope per check-phase run, instead of a dozen
+//    Node-API calls each checking and recording status.
+// 4. The calls JS makes once per task (post and yield without options, and
+//    reading the current state): plain V8 functions, without Node-API's
+//    per-call wrapper, status bookkeeping and argument copies.
+// 5. Yield continuations: their promises kept here and fulfilled in a
+//    callback scope, with no JS call (pts_node_engine_settle_yield).
 //
 // napi_value is a v8::Local<v8::Value> in Node-API's own implementation
 // (v8impl::V8LocalValueFromJsValue copies it bit for bit); to_v8/from_v8 rely
 // on that, and on node exporting the V8 and node:: C++ API, which it does.
 #include <string.h>
+
+#include <vector>
 
 #include <node.h>
 #include <v8.h>
@@ -54,7 +61,29 @@ struct pts_node_engine {
   v8::Global<v8::Array> table;
   v8::Global<v8::Object> resource;
   node::async_context actx;
+  int chunk_bits; // a slot's entries: table[slot >> chunk_bits], from (slot & mask) * 3
+  void *host;     // binding.c's per-environment state, for the fast entry points
+  // Pending yield continuations' promises, by index (free ones are empty and
+  // listed in yield_free). A yield needs nothing else, so running one calls
+  // no JS: its fulfilment in a callback scope resumes the awaiting code in
+  // the checkpoint. Few are pending at once, so their handles cost the
+  // scavenger little.
+  std::vector<v8::Global<v8::Promise>> yields;
+  std::vector<int32_t> yield_free;
 };
+
+namespace {
+// Entry `field` of `slot` (0 callback, 1 state, 2 promise).
+bool slot_get(pts_node_engine *e, v8::Local<v8::Context> ctx, int32_t slot, int field,
+              v8::Local<v8::Value> *out) {
+  v8::Local<v8::Value> chunk;
+  if (!e->table.Get(e->isolate)->Get(ctx, (uint32_t)slot >> e->chunk_bits).ToLocal(&chunk) ||
+      !chunk->IsArray())
+    return false;
+  uint32_t at = ((uint32_t)slot & ((1u << e->chunk_bits) - 1)) * 3 + (uint32_t)field;
+  return chunk.As<v8::Array>()->Get(ctx, at).ToLocal(out);
+}
+}  // namespace
 
 extern "C" napi_value pts_node_cped_get(void) {
   v8::Isolate *isolate = v8::Isolate::GetCurrent();
@@ -66,17 +95,13 @@ extern "C" void pts_node_cped_set(napi_value value) {
   isolate->GetCurrentContext()->SetContinuationPreservedEmbedderData(to_v8(value));
 }
 
-extern "C" napi_value pts_node_promise_new(void) {
-  v8::Isolate *isolate = v8::Isolate::GetCurrent();
-  v8::Local<v8::Promise::Resolver> r;
-  if (!v8::Promise::Resolver::New(isolate->GetCurrentContext()).ToLocal(&r)) return nullptr;
-  return from_v8(r->GetPromise());
-}
-
 extern "C" pts_node_engine *pts_node_engine_new(napi_value run, napi_value table,
-                                                napi_value resource) {
+                                                napi_value resource, int chunk_bits,
+                                                void *host) {
   v8::Local<v8::Value> fn = to_v8(run), tab = to_v8(table), res = to_v8(resource);
-  if (!fn->IsFunction() || !tab->IsArray() || !res->IsObject()) return nullptr;
+  if (!fn->IsFunction() || !tab->IsArray() || !res->IsObject() || chunk_bits < 1 ||
+      chunk_bits > 24)
+    return nullptr;
   pts_node_engine *e = new (std::nothrow) pts_node_engine;
   if (!e) return nullptr;
   e->isolate = v8::Isolate::GetCurrent();
@@ -84,20 +109,103 @@ extern "C" pts_node_engine *pts_node_engine_new(napi_value run, napi_value table
   e->run.Reset(e->isolate, fn.As<v8::Function>());
   e->table.Reset(e->isolate, tab.As<v8::Array>());
   e->resource.Reset(e->isolate, res.As<v8::Object>());
+  e->chunk_bits = chunk_bits;
+  e->host = host;
   e->actx = node::EmitAsyncInit(e->isolate, res.As<v8::Object>(), "ptsched.task");
   return e;
+}
+
+namespace {
+// Keeps p in e->yields; returns its index.
+int32_t keep_yield(pts_node_engine *e, v8::Local<v8::Promise> p) {
+  int32_t index;
+  if (!e->yield_free.empty()) {
+    index = e->yield_free.back();
+    e->yield_free.pop_back();
+    e->yields[index].Reset(e->isolate, p);
+  } else {
+    index = (int32_t)e->yields.size();
+    e->yields.emplace_back(e->isolate, p);
+  }
+  return index;
+}
+
+pts_node_engine *engine_of(const v8::FunctionCallbackInfo<v8::Value> &info) {
+  return static_cast<pts_node_engine *>(info.Data().As<v8::External>()->Value());
+}
+
+// post(slot) -> true: queues the postTask task in slot (no options; JS made
+// its promise). Returns undefined when nothing was queued (JS then takes the
+// Node-API path, which throws).
+void fast_post(const v8::FunctionCallbackInfo<v8::Value> &info) {
+  pts_node_engine *e = engine_of(info);
+  if (!info[0]->IsInt32() || pts_node_post_plain(e->host, info[0].As<v8::Int32>()->Value()) < 0)
+    return;
+  info.GetReturnValue().Set(true);
+}
+
+// yield(promise) -> true: when there is no current scheduling state, queues
+// a continuation (user-visible, no signal) that fulfils promise (a pending
+// promise JS made). Returns undefined, with nothing queued, when there is a
+// state (JS computes the continuation's from it) or queueing failed.
+void fast_yield(const v8::FunctionCallbackInfo<v8::Value> &info) {
+  pts_node_engine *e = engine_of(info);
+  if (!e->isolate->GetCurrentContext()->GetContinuationPreservedEmbedderData()->IsUndefined() ||
+      !info[0]->IsPromise())
+    return;
+  int32_t index = keep_yield(e, info[0].As<v8::Promise>());
+  if (pts_node_yield_plain(e->host, index) < 0) {
+    pts_node_engine_drop_yield(e, index);
+    return;
+  }
+  info.GetReturnValue().Set(true);
+}
+
+// state() -> the current scheduling state, or undefined.
+void fast_state(const v8::FunctionCallbackInfo<v8::Value> &info) {
+  info.GetReturnValue().Set(
+      engine_of(info)->isolate->GetCurrentContext()->GetContinuationPreservedEmbedderData());
+}
+}  // namespace
+
+extern "C" napi_value pts_node_engine_functions(pts_node_engine *e) {
+  v8::Isolate *isolate = e->isolate;
+  v8::EscapableHandleScope hs(isolate);
+  v8::Local<v8::Context> ctx = isolate->GetCurrentContext();
+  v8::Local<v8::External> data = v8::External::New(isolate, e);
+  v8::Local<v8::Object> fns = v8::Object::New(isolate);
+  static const struct {
+    const char *name;
+    v8::FunctionCallback fn;
+  } list[] = {{"post", fast_post}, {"yield", fast_yield}, {"state", fast_state}};
+  for (const auto &f : list) {
+    v8::Local<v8::Function> fn;
+    v8::Local<v8::String> name;
+    if (!v8::String::NewFromUtf8(isolate, f.name).ToLocal(&name) ||
+        !v8::Function::New(ctx, f.fn, data, 1, v8::ConstructorBehavior::kThrow).ToLocal(&fn) ||
+        fns->Set(ctx, name, fn).IsNothing())
+      return nullptr;
+  }
+  return from_v8(hs.Escape(fns));
 }
 
 extern "C" void pts_node_engine_free(pts_node_engine *e) {
   delete e;  // the Globals release their handles
 }
 
+extern "C" void pts_node_engine_scoped(pts_node_engine *e, void (*fn)(void *), void *arg) {
+  v8::HandleScope hs(e->isolate);
+  fn(arg);
+}
+
 extern "C" int pts_node_engine_run(pts_node_engine *e, int32_t slot, bool has_state) {
+  // Handles go to the check phase's scope (pts_node_engine_scoped): a scope
+  // per task allocated and freed a handle block per task when the stack
+  // sat at a block's end.
   v8::Isolate *isolate = e->isolate;
-  v8::HandleScope hs(isolate);
   v8::Local<v8::Context> ctx = isolate->GetCurrentContext();
   v8::Local<v8::Value> state;
-  if (has_state && !e->table.Get(isolate)->Get(ctx, slot + 1).ToLocal(&state))
+  if (has_state && !slot_get(e, ctx, slot, 1, &state))
     return isolate->IsExecutionTerminating() ? -1 : 0;
   has_state = has_state && !state->IsUndefined();
   v8::Local<v8::Value> arg = v8::Integer::New(isolate, slot);
@@ -130,15 +238,40 @@ extern "C" void pts_node_engine_reject(pts_node_engine *e, int32_t slot, napi_va
   v8::Isolate *isolate = e->isolate;
   v8::HandleScope hs(isolate);
   v8::Local<v8::Context> ctx = isolate->GetCurrentContext();
-  v8::Local<v8::Array> table = e->table.Get(isolate);
-  v8::Local<v8::Value> p, reject;
+  v8::Local<v8::Value> p;
   v8::Local<v8::Value> why = reason ? to_v8(reason) : v8::Undefined(isolate).As<v8::Value>();
-  if (!table->Get(ctx, slot + 2).ToLocal(&p)) return;
-  if (p->IsPromise()) {
+  if (slot_get(e, ctx, slot, 2, &p) && p->IsPromise())
     settle(ctx, p.As<v8::Promise::Resolver>(), false, why);
-  } else if (table->Get(ctx, slot + 1).ToLocal(&reject) && reject->IsFunction()) {
-    // A yield continuation: [null, reject, resolve].
-    v8::MaybeLocal<v8::Value> r = reject.As<v8::Function>()->Call(ctx, v8::Undefined(isolate), 1, &why);
-    (void)r;
+}
+
+extern "C" int32_t pts_node_engine_keep_yield(pts_node_engine *e, napi_value promise) {
+  v8::Local<v8::Value> p = to_v8(promise);
+  return p->IsPromise() ? keep_yield(e, p.As<v8::Promise>()) : -1;
+}
+
+extern "C" void pts_node_engine_drop_yield(pts_node_engine *e, int32_t index) {
+  e->yields[index].Reset();
+  e->yield_free.push_back(index);
+}
+
+extern "C" int pts_node_engine_settle_yield(pts_node_engine *e, int32_t index, bool ok,
+                                            napi_value reason) {
+  v8::Isolate *isolate = e->isolate;
+  if (!ok) {
+    v8::HandleScope hs(isolate);
+    v8::Local<v8::Promise> p = e->yields[index].Get(isolate);
+    pts_node_engine_drop_yield(e, index);
+    settle(isolate->GetCurrentContext(), p.As<v8::Promise::Resolver>(), false,
+           reason ? to_v8(reason) : v8::Undefined(isolate).As<v8::Value>());
+    return 0;
   }
+  // As pts_node_engine_run: the handles go to the check phase's scope.
+  v8::Local<v8::Context> ctx = isolate->GetCurrentContext();
+  v8::Local<v8::Promise::Resolver> r = e->yields[index].Get(isolate).As<v8::Promise::Resolver>();
+  pts_node_engine_drop_yield(e, index);
+  // A macrotask with no JS of its own: closing the scope runs the checkpoint,
+  // where the code awaiting the promise resumes.
+  node::CallbackScope scope(e->env, e->resource.Get(isolate), e->actx);
+  bool done = settle(ctx, r, true, v8::Undefined(isolate));
+  return !done && isolate->IsExecutionTerminating() ? -1 : 0;
 }

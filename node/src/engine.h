@@ -22,10 +22,6 @@ napi_value pts_node_cped_get(void);
 /* Sets it; promise reactions registered from now on carry value. */
 void pts_node_cped_set(napi_value value);
 
-/* A new pending promise in the caller's handle scope. NULL if V8 failed (an
- * exception is then pending). */
-napi_value pts_node_promise_new(void);
-
 /* The per-environment part: strong handles to run(slot), the task table and
  * the async resource tasks run under. Created by js_init, freed at teardown;
  * owner thread only. */
@@ -33,25 +29,55 @@ typedef struct pts_node_engine pts_node_engine;
 
 /* NULL when out of memory. Must be called inside a Node-API callback. */
 pts_node_engine *pts_node_engine_new(napi_value run, napi_value table,
-                                     napi_value resource);
+                                     napi_value resource, int chunk_bits, void *host);
+
+/* {post, yield, state}: V8 functions for the calls made once per task, which
+ * skip Node-API's per-call bookkeeping (see engine.cc). NULL on failure. */
+napi_value pts_node_engine_functions(pts_node_engine *e);
+
+/* Implemented by the binding for those functions (host is its per-environment
+ * state): queue a postTask task without options, or a yield continuation at
+ * user-visible priority without a signal. 0, or a PTS_E* code with nothing
+ * queued. */
+int pts_node_post_plain(void *host, int32_t slot);
+int pts_node_yield_plain(void *host, int32_t index);
+
+/* Keeps a yield continuation's promise (a pending promise JS made) until
+ * pts_node_engine_settle_yield or _drop_yield; returns its index, or -1 if
+ * promise is not a promise. */
+int32_t pts_node_engine_keep_yield(pts_node_engine *e, napi_value promise);
+/* Forgets the promise under index unsettled (its continuation was never
+ * queued, so JS never saw it). */
+void pts_node_engine_drop_yield(pts_node_engine *e, int32_t index);
+
+/* Settles and forgets the promise under index: fulfils it with undefined
+ * inside a Node callback scope (a yield continuation running as a task:
+ * the continuation itself runs in the scope's microtask checkpoint) if ok,
+ * else rejects it with reason (NULL for undefined). Returns 0, or -1 when
+ * the isolate is terminating. The fulfilment's handles go to the caller's
+ * handle scope; a rejection opens its own. */
+int pts_node_engine_settle_yield(pts_node_engine *e, int32_t index, bool ok, napi_value reason);
 void pts_node_engine_free(pts_node_engine *e);
 
+/* Calls fn(arg) inside a V8 handle scope: the check phase's, which the two
+ * run functions below use (they open none of their own). */
+void pts_node_engine_scoped(pts_node_engine *e, void (*fn)(void *), void *arg);
+
 /* Runs the task in `slot` of the table as one macrotask: sets the task's
- * scheduling state (table[slot + 1], read only if has_state) as the
+ * scheduling state (the slot's second entry, read only if has_state) as the
  * embedder data, calls run(slot) inside a Node callback scope (run settles
  * the task's promise, or returns it to be fulfilled with undefined), and
  * closes the scope (nextTicks and the microtask checkpoint). Returns 0, or
- * -1 when the isolate is terminating (nothing more may run). Opens its own
- * handle scope. */
+ * -1 when the isolate is terminating (nothing more may run). Its handles
+ * go to the caller's handle scope. */
 int pts_node_engine_run(pts_node_engine *e, int32_t slot, bool has_state);
 
-/* Settles promise (one from pts_node_promise_new; anything else is ignored):
+/* Settles promise (a task's promise; anything else is ignored):
  * rejects it with value if rejected, else resolves it with value. */
 void pts_node_promise_settle(napi_value promise, napi_value value, bool rejected);
 
-/* Rejects the promise of `slot` (a yield continuation's through its reject
- * function, table[slot + 1]) with reason (a value of the caller's scope,
- * or NULL for undefined). Opens its own handle scope. */
+/* Rejects the promise of `slot` (its third entry) with reason (a value of
+ * the caller's scope, or NULL for undefined). Opens its own handle scope. */
 void pts_node_engine_reject(pts_node_engine *e, int32_t slot, napi_value reason);
 
 #ifdef __cplusplus

@@ -68,6 +68,24 @@ test('an idle scheduler does not hold the process open', async () => {
   assert.ok(r.ms < 10000);
 });
 
+test('tasks and continuations settle real promises even if globalThis.Promise was replaced', async () => {
+  const r = await runChild(`
+    const Original = Promise;
+    globalThis.Promise = class NotAPromise { constructor(executor) { this.executor = executor; } };
+    const api = require(entry);
+    const out = [];
+    const done = Original.prototype.then.call(api.scheduler.postTask(async () => {
+      out.push(api.scheduler.postTask(() => 1) instanceof Original);
+      await api.scheduler.yield();
+      await api.scheduler.yield({ priority: 'background' });
+      return 2;
+    }), (v) => out.push(v));
+    Original.prototype.then.call(done, () => console.log(out.join(',')));
+  `, { load: false });
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout, 'true,2\n');
+});
+
 test('a pending delayed task keeps the process alive until it runs', async () => {
   const r = await runChild(`
     const t0 = Date.now();

@@ -185,3 +185,30 @@ test('a Node AbortSignal.timeout() signal aborts pending tasks with a TimeoutErr
   const p = scheduler.postTask(() => 'late', { signal: AbortSignal.timeout(5), delay: 1000 });
   await assert.rejects(p, { name: 'TimeoutError' });
 });
+
+test('many pending tasks: each keeps its own callback, state and promise', async () => {
+  // Enough pending tasks that their slots span several chunks of the task
+  // table, with state (signal, priority) and aborts on the later ones.
+  const N = 3000;
+  const plain = [];
+  for (let i = 0; i < N; i++) plain.push(scheduler.postTask(() => i));
+  const tc = new TaskController({ priority: 'background' });
+  const aborted = [];
+  for (let i = 0; i < N; i++) {
+    aborted.push(scheduler.postTask(() => 'ran', { signal: tc.signal })
+      .then(() => 'fulfilled', (e) => e));
+  }
+  // The last task's state (its signal) is what yield() inherits.
+  const other = new TaskController();
+  const inherits = scheduler.postTask(async () => {
+    other.abort('other');
+    await scheduler.yield();
+  }, { signal: other.signal, priority: 'user-blocking' }).then(() => 'fulfilled', (e) => e);
+  tc.abort('stop');
+  const results = await Promise.all(plain);
+  assert.deepEqual(results, Array.from({ length: N }, (_, i) => i));
+  const reasons = await Promise.all(aborted);
+  assert.ok(reasons.every((r) => r === 'stop'));
+  assert.equal(await inherits, 'other');
+  assert.equal(api._stats()[0], 0);
+});

@@ -3,7 +3,7 @@
 // (priority, abort, inheritance across promises, state cleared, timers).
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { sleep } = require('./helpers.js');
+const { api, sleep } = require('./helpers.js');
 
 // Inside a task posted with `options`: await a timer-resolved promise (the
 // continuation runs in a later turn, outside the task), post a user-blocking
@@ -219,3 +219,30 @@ test('yield-abort: an aborted or aborting signal rejects the continuation', asyn
   // Outside any task, yield() has no signal to inherit and resolves.
   assert.equal(await scheduler.yield(), undefined);
 });
+
+test('many pending yield continuations: each resumes once, in order; aborted ones reject',
+  { timeout: 20000 }, async () => {
+    // Outside any task: no state to inherit, so these take the addon's
+    // fast path; thousands are pending at once.
+    const N = 3000;
+    const order = [];
+    const resumed = [];
+    for (let i = 0; i < N; i++) {
+      resumed.push((async () => {
+        await scheduler.yield();
+        order.push(i);
+        await scheduler.yield();
+        order.push(N + i);
+      })());
+    }
+    const tc = new TaskController();
+    const aborted = [];
+    for (let i = 0; i < N; i++) {
+      aborted.push(scheduler.yield({ signal: tc.signal }).then(() => 'resumed', (e) => e));
+    }
+    tc.abort('stop');
+    await Promise.all(resumed);
+    assert.deepEqual(order, Array.from({ length: 2 * N }, (_, i) => i));
+    assert.ok((await Promise.all(aborted)).every((r) => r === 'stop'));
+    assert.equal(api._stats()[0], 0);
+  });
