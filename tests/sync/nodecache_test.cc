@@ -125,6 +125,17 @@ TEST(NodeCache, AnExitedThreadsCacheIsAdoptedWithItsBlocks) {
   }
 }
 
+// A consumer thread: once the producer's burst is out (phase 1), gives every
+// block back from its own thread, then lets the producer go on (phase 2).
+std::thread give_back_on_another_thread(std::vector<void *> &v, std::atomic<int> &phase) {
+  return std::thread([&v, &phase] {
+    while (phase.load() != 1) std::this_thread::yield();
+    for (void *p : v) pts__node_put(p);
+    pts__node_flush();
+    phase.store(2);
+  });
+}
+
 // Sets the trim delay for one test and restores the default after it.
 struct TrimDelay {
   explicit TrimDelay(uint64_t ns) { pts__node_set_trim_delay_ns(ns); }
@@ -183,12 +194,7 @@ TEST(NodeCache, ABurstBeyondTheCapRepeatedSoonReusesItsBlocks) {
     second_mallocs = pts__node_mallocs() - m0;
     for (void *p : v) pts__node_put(p);
   });
-  std::thread consumer([&] {
-    while (phase.load() != 1) std::this_thread::yield();
-    for (void *p : v) pts__node_put(p);
-    pts__node_flush();
-    phase.store(2);
-  });
+  std::thread consumer = give_back_on_another_thread(v, phase);
   consumer.join();
   producer.join();
   if (kBypass) {
@@ -263,12 +269,7 @@ TEST(NodeCache, ABurstKeptOnTheFreeListShrinksOnceTheDelayHasPassed) {
       for (int i = 0; i < 512; i++) pts__node_put(pts__node_get(200));
       after = pts__node_live();
     });
-    std::thread consumer([&] {
-      while (phase.load() != 1) std::this_thread::yield();
-      for (void *p : v) pts__node_put(p);
-      pts__node_flush();
-      phase.store(2);
-    });
+    std::thread consumer = give_back_on_another_thread(v, phase);
     consumer.join();
     producer.join();
   }
