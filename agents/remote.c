@@ -35,6 +35,7 @@
 #include "agents/agents_impl.h"
 #include "sync/alloc.h"
 #include "ptsched/promise.h"
+#include "sched/sched_internal.h"
 #include "sync/nodecache.h"
 
 /* WebIDL [EnforceRange] unsigned long long: at most 2^53 - 1. */
@@ -277,11 +278,14 @@ int pts_remote_controller_set_priority(pts_remote_controller *rc, int priority,
 
 /* ==== postTask from any thread ==== */
 
-/* The first part is what every post needs. A post with no done callback,
- * controller or delay (no `extras`) writes only that part, and
- * neither thread touches the rest, so the pool thread takes one cache line
- * from the poster per task: the part is 56 bytes, the rest of the node
- * cache's first line after its 8-byte tag (sync/nodecache.h). Measured in
+/* The first part is what every post needs; the poster writes only that
+ * part for a post with no done callback, controller or delay (no `extras`),
+ * so the pool thread takes one cache line from the poster per task: the
+ * part is 56 bytes, the rest of the node cache's first line after its
+ * 8-byte tag (sync/nodecache.h). Such a plain post is a node cache's small
+ * block: the part, then the scheduler's handle of the task
+ * (pts__scheduler_post_in), written by the pool thread. A post with extras
+ * is a large block and the scheduler allocates its handle. Measured in
  * docs/agents.md ("Hot paths"). */
 typedef struct xtask {
   pts__command cmd; /* the post, in the target's inbox */
@@ -290,21 +294,28 @@ typedef struct xtask {
   void *data;
   uint64_t due_ns; /* when the task became due, for the start-delay histogram */
   int32_t priority;
-  bool extras; /* the fields below are set */
-  /* With extras only. */
-  pts_result_fn done;
-  void *done_data;
-  pts_agent *reply_to;       /* a reference, or NULL */
-  pts_remote_controller *rc; /* a command reference until applied, or NULL */
-  pts_signal *signal;        /* borrowed: held by the task's state while pending */
-  int64_t delay_ms;
-  int status;
-  pts_value result;
-  pts__command reply_cmd; /* the result, in reply_to's inbox */
-  pts__task reply_task;   /* ...then a message task on reply_to's loop */
+  bool extras; /* the fields below are set, not the handle */
+  union {
+    pts__sched_slot handle; /* a plain post's scheduler handle */
+    struct {                /* with extras only */
+      pts_result_fn done;
+      void *done_data;
+      pts_agent *reply_to;       /* a reference, or NULL */
+      pts_remote_controller *rc; /* a command reference until applied, or NULL */
+      pts_signal *signal;        /* borrowed: held by the task's state while pending */
+      int64_t delay_ms;
+      int status;
+      pts_value result;
+      pts__command reply_cmd; /* the result, in reply_to's inbox */
+      pts__task reply_task;   /* ...then a message task on reply_to's loop */
+    };
+  };
 } xtask;
 
-_Static_assert(offsetof(xtask, done) <= 56, "an xtask's common part fits 56 bytes");
+/* A plain post's block: the common part and the handle. */
+#define XTASK_PLAIN_SIZE (offsetof(xtask, handle) + sizeof(pts__sched_slot))
+_Static_assert(offsetof(xtask, handle) <= 56, "an xtask's common part fits 56 bytes");
+_Static_assert(XTASK_PLAIN_SIZE <= PTS__NODE_SMALL, "a plain post is a small block");
 
 static void xtask_free(xtask *x) {
   if (x->extras) {
@@ -478,9 +489,12 @@ static void xtask_cmd(pts__command *cmd, int status) {
     xtask_run(x, PTS_ECANCELED);
     return;
   }
-  pts_post_options o = PTS_POST_OPTIONS_INIT;
-  o.priority = x->priority;
-  if (x->extras) {
+  int r;
+  if (!x->extras) {
+    r = pts__scheduler_post_in(a->sched, &x->handle, xtask_run, x, x->priority);
+  } else {
+    pts_post_options o = PTS_POST_OPTIONS_INIT;
+    o.priority = x->priority;
     o.delay_ms = x->delay_ms;
     if (x->rc != NULL) {
       pts_controller *c = rc_ensure(x->rc);
@@ -492,12 +506,12 @@ static void xtask_cmd(pts__command *cmd, int status) {
     }
     x->signal = o.signal;
     if (x->delay_ms > 0) x->due_ns += (uint64_t)x->delay_ms * 1000000u;
-  }
-  int r = pts_scheduler_post(a->sched, xtask_run, x, &o);
-  /* The task's state holds the signal now; the controller may go. */
-  if (x->extras && x->rc != NULL) {
-    rc_drop(x->rc);
-    x->rc = NULL;
+    r = pts_scheduler_post(a->sched, xtask_run, x, &o);
+    /* The task's state holds the signal now; the controller may go. */
+    if (x->rc != NULL) {
+      rc_drop(x->rc);
+      x->rc = NULL;
+    }
   }
   if (r == 0) {
     pts__stat_add(&a->st_posts_enqueued, 1);
@@ -523,7 +537,8 @@ int pts_agent_post_task(pts_agent *a, const pts_agent_post_options *opts,
     return PTS_ETYPE;
   if (o.delay_ms < 0 || o.delay_ms > MAX_SAFE_INTEGER) return PTS_ETYPE;
   if (o.controller != NULL && o.controller->agent != a) return PTS_EFOREIGN;
-  xtask *x = pts__node_get(sizeof *x);
+  bool extras = done != NULL || o.controller != NULL || o.delay_ms != 0;
+  xtask *x = pts__node_get(extras ? sizeof *x : XTASK_PLAIN_SIZE);
   if (x == NULL) return PTS_ENOMEM;
   x->cmd.fn = xtask_cmd;
   x->agent = a;
@@ -532,7 +547,7 @@ int pts_agent_post_task(pts_agent *a, const pts_agent_post_options *opts,
   x->due_ns = pts__stat_now_ns();
   x->priority = o.priority;
   /* reply_to matters only with done (it is where done is called). */
-  x->extras = done != NULL || o.controller != NULL || o.delay_ms != 0;
+  x->extras = extras;
   if (x->extras) { /* deliver() sets status and result before they are read */
     x->done = done;
     x->done_data = done_data;

@@ -457,7 +457,9 @@ static __attribute__((noinline)) void checkpoint(pts_loop *loop) {
   loop->in_checkpoint = false;
 }
 
-void pts__loop_perform_checkpoint(pts_loop *loop) { checkpoint(loop); }
+void pts__loop_perform_checkpoint(pts_loop *loop) {
+  if (loop->mt_head != NULL) checkpoint(loop);
+}
 
 void pts__script_enter(pts_loop *loop) { loop->script_depth++; }
 

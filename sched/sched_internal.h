@@ -1,5 +1,6 @@
 /* sched/sched_internal.h: the scheduler layer's internal view, shared by the
- * scheduler's files, its tests and its benchmarks (nothing else uses it).
+ * scheduler's files, its tests and its benchmarks, and by the agents layer
+ * for pts__scheduler_post_in.
  *
  * Threads: owner thread of the loop only, like everything in sched/.
  */
@@ -37,6 +38,25 @@ uint64_t pts__sched_live_states(void);
  * entry for (priority, is_continuation), and how many queues are mapped. */
 bool pts__sched_has_static_queue(pts_scheduler *s, int priority, bool cont);
 uint32_t pts__sched_mapped_queues(pts_scheduler *s);
+
+/* Storage for one task handle, owned by the caller of pts__scheduler_post_in. */
+typedef struct pts__sched_slot {
+  void *words[8];
+} pts__sched_slot;
+
+/* postTask with a direct callback, a fixed priority (PTS_PRIORITY_UNSET:
+ * user-visible), no signal and no delay, as pts_scheduler_post with those
+ * options, but the handle lives in the caller's slot instead of a block of
+ * the scheduler's: the agents layer puts it in the block of the command
+ * that carried the post, so a cross-thread post uses one block in all.
+ * fn is called exactly once: with 0 when the task runs, or PTS_ECANCELED
+ * when it never will (the global detached, the loop freed). The slot must
+ * stay untouched until then and is the caller's again from that call on (fn
+ * may free it). Returns 0; PTS_EINVAL, PTS_ETYPE (priority out of range),
+ * PTS_ECLOSED (the scheduler is detached) or PTS_ENOMEM, and then fn is not
+ * called. Owner thread of the loop. */
+int pts__scheduler_post_in(pts_scheduler *s, pts__sched_slot *slot, pts_task_fn fn,
+                           void *data, int priority);
 
 /* Sizes of the per-task blocks, for the memory-per-task benchmark. */
 size_t pts__sched_task_size(int with_signal_or_promise);

@@ -154,12 +154,15 @@ struct pts__stask {
   uint8_t kind, status, ext;
 };
 
-/* The three block layouts, by `ext`. */
+/* The block layouts, by `ext`. */
 enum task_ext {
   EXT_NONE,    /* the 64-byte base block: a direct callback, no abort source */
   EXT_SIGNAL,  /* stask_ext: an abort source or a delay (the general path) */
   EXT_PROMISE, /* the base block, then its result promise in the same block
                 * (the promise form with no signal and no delay) */
+  EXT_CALLER,  /* the base layout in the caller's pts__sched_slot (a direct
+                * callback, no abort source): not ours to free, and the
+                * caller's again once its callback is called */
 };
 
 /* With an abort source (or on the general path): the abort steps and the
@@ -179,6 +182,9 @@ typedef struct delay_blk {
 } delay_blk;
 
 _Static_assert(sizeof(stask) <= 64, "fast-path task block must stay 64 bytes");
+_Static_assert(sizeof(stask) <= sizeof(pts__sched_slot) &&
+                   _Alignof(stask) <= _Alignof(pts__sched_slot),
+               "a caller's slot holds a base block");
 _Static_assert(sizeof(stask) <= PTS__PROMISE_OFFSET, "the embedded promise follows the task");
 _Static_assert(sizeof(stask_ext) <= 128, "pool blocks are at most 128 bytes");
 _Static_assert(sizeof(delay_blk) <= 128, "pool blocks are at most 128 bytes");
@@ -665,6 +671,8 @@ static inline __attribute__((always_inline)) void task_free(sctx *c, stask *t) {
     case EXT_SIGNAL:
       if (ext_of(t)->promise) pts_promise_unref(ext_of(t)->promise);
       break;
+    case EXT_CALLER:
+      return; /* the caller's slot */
     default:
       break;
   }
@@ -688,6 +696,16 @@ static void task_cancel(sctx *c, stask *t) {
   pts_promise *p = task_promise(t);
   if (p) pts_promise_reject(p, pts_error_value(PTS_ECANCELED, "global detached"));
   t->status = S_DONE;
+  if (t->ext == EXT_CALLER) {
+    /* The callback may free the slot: the handle goes first. */
+    pts_task_fn fn = t->f.fn;
+    void *data = t->data;
+    task_free(c, t);
+    pts__script_enter(c->loop);
+    fn(data, PTS_ECANCELED);
+    pts__script_leave(c->loop);
+    return;
+  }
   notify_not_run(c, t, PTS_ECANCELED);
   task_free(c, t);
 }
@@ -975,11 +993,26 @@ static int peek(void *vc, uint64_t *order) {
 /* The task complete steps of a task with no abort source, but its block:
  * the queue's removal when it is empty, the references of the handle. */
 static inline __attribute__((always_inline)) void fast_task_done(sctx *c, squeue *q,
-                                                                 stask *t) {
+                                                                 sstate *st) {
   if (!q->head) queue_removal_steps(q);
   queue_unref(q);
-  if (--t->state->hdr.refs == 0) state_destroy(&t->state->hdr);
+  if (--st->hdr.refs == 0) state_destroy(&st->hdr);
   c->stats.live_tasks--;
+}
+
+/* run_one for a handle in the caller's slot (EXT_CALLER): as for EXT_NONE,
+ * but nothing reads the slot once the callback is called (it may free it). */
+static __attribute__((noinline)) void run_caller(sctx *c, squeue *q, stask *t) {
+  pts_loop *loop = c->loop;
+  sstate *st = t->state;
+  pts_task_fn fn = t->f.fn;
+  void *data = t->data;
+  pts_sched_state *prev = pts__loop_swap_state(loop, &st->hdr);
+  pts__script_enter(loop);
+  fn(data, 0);
+  pts__script_leave(loop);
+  pts__loop_swap_state(loop, prev);
+  fast_task_done(c, q, st);
 }
 
 /* spec: the task's steps for a task with an abort source or a kind other
@@ -1042,7 +1075,7 @@ static inline __attribute__((always_inline)) int run_one(sctx *c) {
     t->f.fn(t->data, 0);
     pts__script_leave(loop); /* the checkpoint, if a microtask is queued */
     pts__loop_swap_state(loop, prev);
-    fast_task_done(c, q, t);
+    fast_task_done(c, q, t->state);
     tblock_put(c, t, EXT_NONE);
   } else if (t->ext == EXT_PROMISE) {
     prev = pts__loop_swap_state(loop, &t->state->hdr);
@@ -1051,8 +1084,10 @@ static inline __attribute__((always_inline)) int run_one(sctx *c) {
     pts__script_leave(loop); /* spec: before result is resolved */
     pts__promise_settle_result(task_promise(t), v);
     pts__loop_swap_state(loop, prev);
-    fast_task_done(c, q, t);
+    fast_task_done(c, q, t->state);
     if (pts__promise_drop_embedded(task_promise(t))) tblock_put(c, t, EXT_PROMISE);
+  } else if (t->ext == EXT_CALLER) {
+    run_caller(c, q, t);
   } else {
     run_general(c, q, t);
   }
@@ -1274,6 +1309,26 @@ static inline __attribute__((always_inline)) int post_fixed(
   t->prev = q->tail;
   q->tail->next = t;
   q->tail = t;
+  return 0;
+}
+
+int pts__scheduler_post_in(pts_scheduler *s, pts__sched_slot *slot, pts_task_fn fn,
+                           void *data, int priority) {
+  if (!s || !slot || !fn) return PTS_EINVAL;
+  int p = priority == PTS_PRIORITY_UNSET ? PTS_PRIORITY_USER_VISIBLE : priority;
+  if (!valid_priority(p)) return PTS_ETYPE;
+  sctx *c = s->ctx;
+  PTS__CHECK_OWNER(c->loop);
+  if (s->detached) return PTS_ECLOSED;
+  squeue *q = s->static_q[p][0];
+  if (!q) {
+    q = queue_new(s, p, 0, NULL);
+    if (!q) return PTS_ENOMEM;
+  }
+  stask *t = (stask *)(void *)slot;
+  fixed_handle_fill(c, t, K_POST_CB, (void *)fn, data, p, NULL);
+  t->ext = EXT_CALLER;
+  enqueue_task(c, q, t);
   return 0;
 }
 

@@ -704,6 +704,102 @@ TEST_F(Scheduler, DefaultPolicyAgainstOrdinaryTaskSources) {
   EXPECT_EQ(Ids(), "input,ub,uv-cont,timer1,uv1,msg1,uv2,gen1,bg-cont,bg,idle");
 }
 
+// ---- handles in the caller's slot (pts__scheduler_post_in, the agents' plain posts) ----
+
+// A task whose handle lives in a slot of its own heap block. The block is
+// deleted before the callback runs, so AddressSanitizer fails the test if the
+// scheduler reads the slot once it has called the callback.
+struct SlotTask {
+  pts__sched_slot slot;
+  StatusFn fn;
+};
+void RunSlotTask(void *d, int status) {
+  auto *t = static_cast<SlotTask *>(d);
+  StatusFn fn = std::move(t->fn);
+  delete t;
+  fn(status);
+}
+int PostIn(pts_scheduler *s, int priority, StatusFn f) {
+  auto *t = new SlotTask{{}, std::move(f)};
+  int r = pts__scheduler_post_in(s, &t->slot, RunSlotTask, t, priority);
+  if (r != 0) delete t;
+  return r;
+}
+
+// They are postTask tasks like the others: by priority, then in posting
+// order with the scheduler's own handles (one enqueue order), with their
+// priority's state current while they run (a yield inherits it).
+TEST_F(Scheduler, CallerSlotTasksRunByPriorityThenPostingOrder) {
+  auto push = [this](const std::string &id) {
+    return [this, id](int st) { if (!st) Push(id); };
+  };
+  pts_post_options bg = Prio(PTS_PRIORITY_BACKGROUND);
+  ASSERT_EQ(PostCb(push("bg-own"), &bg), 0);
+  ASSERT_EQ(PostIn(s, PTS_PRIORITY_BACKGROUND, [this](int st) {
+              if (st) return;
+              Push("bg-slot");
+              ASSERT_EQ(YieldCb([this](int y) { if (!y) Push("bg-slot-cont"); }, nullptr), 0);
+              // A user-visible task goes first only if the yield is background.
+              ASSERT_EQ(PostCb([this](int y) { if (!y) Push("uv-late"); }, nullptr), 0);
+            }),
+            0);
+  ASSERT_EQ(PostIn(s, PTS_PRIORITY_UNSET, push("uv-slot")), 0);
+  ASSERT_EQ(PostCb(push("uv-own"), nullptr), 0);
+  ASSERT_EQ(PostIn(s, PTS_PRIORITY_USER_VISIBLE, push("uv-slot2")), 0);
+  ASSERT_EQ(PostIn(s, PTS_PRIORITY_USER_BLOCKING, push("ub-slot")), 0);
+  pts_post_options uv = Prio(PTS_PRIORITY_USER_VISIBLE);
+  ASSERT_EQ(PostCb([this](int st) {
+              if (st) return;
+              Push("uv-own2");
+            }, &uv), 0);
+  Run();
+  EXPECT_EQ(Ids(), "ub-slot,uv-slot,uv-own,uv-slot2,uv-own2,bg-own,bg-slot,uv-late,bg-slot-cont");
+  ExpectNoLiveTasks();
+}
+
+// Each callback is called once, with PTS_ECANCELED when the task will never
+// run (its global detached, its loop freed), and the slot is the caller's
+// from that call on; the handle's references are gone by then.
+TEST_F(Scheduler, CallerSlotIsTheCallersOnceItsCallbackIsCalled) {
+  pts_global *g2;
+  ASSERT_EQ(pts_global_new(loop, &g2), 0);
+  pts_scheduler *s2 = pts_global_scheduler(g2);
+  std::vector<int> got;
+  auto record = [&got](int st) { got.push_back(st); };
+  for (int p : {PTS_PRIORITY_USER_BLOCKING, PTS_PRIORITY_BACKGROUND})
+    ASSERT_EQ(PostIn(s2, p, record), 0);
+  ASSERT_EQ(PostIn(s, PTS_PRIORITY_USER_VISIBLE, record), 0);
+  ASSERT_EQ(pts_global_detach(g2), 0);
+  EXPECT_EQ(got, (std::vector<int>{PTS_ECANCELED, PTS_ECANCELED}));
+  Run();
+  EXPECT_EQ(got, (std::vector<int>{PTS_ECANCELED, PTS_ECANCELED, 0}));
+  ExpectNoLiveTasks();
+  ASSERT_EQ(PostIn(s, PTS_PRIORITY_BACKGROUND, record), 0);
+  ASSERT_EQ(PostIn(s, PTS_PRIORITY_USER_BLOCKING, record), 0);
+  FreeLoop();
+  EXPECT_EQ(got, (std::vector<int>{PTS_ECANCELED, PTS_ECANCELED, 0, PTS_ECANCELED,
+                                   PTS_ECANCELED}));
+}
+
+TEST_F(Scheduler, CallerSlotBadInputCallsNothing) {
+  bool called = false;
+  auto cb = [](void *d, int) { *static_cast<bool *>(d) = true; };
+  pts__sched_slot slot;
+  EXPECT_EQ(pts__scheduler_post_in(nullptr, &slot, cb, &called, 0), PTS_EINVAL);
+  EXPECT_EQ(pts__scheduler_post_in(s, nullptr, cb, &called, 0), PTS_EINVAL);
+  EXPECT_EQ(pts__scheduler_post_in(s, &slot, nullptr, &called, 0), PTS_EINVAL);
+  for (int bad : {3, -5, PTS_PRIORITY_INHERIT})
+    EXPECT_EQ(pts__scheduler_post_in(s, &slot, cb, &called, bad), PTS_ETYPE) << bad;
+  pts_global *g2;
+  ASSERT_EQ(pts_global_new(loop, &g2), 0);
+  ASSERT_EQ(pts_global_detach(g2), 0);
+  EXPECT_EQ(pts__scheduler_post_in(pts_global_scheduler(g2), &slot, cb, &called, 0),
+            PTS_ECLOSED);
+  Run();
+  EXPECT_FALSE(called);
+  ExpectNoLiveTasks();
+}
+
 // ---- bad input ----
 
 TEST_F(Scheduler, BadInputIsRejectedWithoutSideEffects) {
