@@ -10,8 +10,12 @@
 //   ~20 us; p50/p99/p99.9 start delay per policy.
 // - GatePair: the cost of the agent gate (fetch_add + fetch_sub on one word),
 //   alone and with two threads hammering the same gate.
+// - TscRead: one read of the TSC, the statistics clock's cost per read.
 #include <benchmark/benchmark.h>
 #include <time.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -232,6 +236,15 @@ void BM_GatePair(benchmark::State &state) {
   }
 }
 BENCHMARK(BM_GatePair)->Threads(1)->Threads(2)->Repetitions(5)->ReportAggregatesOnly(true);
+
+#if defined(__x86_64__)
+// One TSC read, what the start-delay statistics clock (pts__stat_now_ns,
+// agents/agents_impl.h) pays on each side of every cross-thread postTask.
+void BM_TscRead(benchmark::State &state) {
+  for (auto _ : state) benchmark::DoNotOptimize(__rdtsc());
+}
+BENCHMARK(BM_TscRead)->Repetitions(5)->ReportAggregatesOnly(true);
+#endif
 
 }  // namespace
 
