@@ -1264,16 +1264,23 @@ static inline __attribute__((always_inline)) void fixed_handle_fill(
  * left is create the handle and enqueue. This version takes every case (a
  * detached scheduler, a queue to create or to put in the selection, a block
  * from the loop's pool); post_fixed below is its common case. */
+/* The static queue of priority p for a new fixed-priority handle, made if
+ * the scheduler has none; NULL with *rc set (PTS_ECLOSED: detached). */
+static squeue *fixed_queue(pts_scheduler *s, int p, int *rc) {
+  *rc = PTS_ECLOSED;
+  if (s->detached) return NULL;
+  squeue *q = s->static_q[p][0];
+  if (!q && (q = queue_new(s, p, 0, NULL)) == NULL) *rc = PTS_ENOMEM;
+  return q;
+}
+
 static __attribute__((noinline)) int post_fixed_general(
     pts_scheduler *s, int kind, void *fn, void *data, int p, pts_promise **out) {
   sctx *c = s->ctx;
   PTS__CHECK_OWNER(c->loop);
-  if (s->detached) return PTS_ECLOSED;
-  squeue *q = s->static_q[p][0];
-  if (!q) {
-    q = queue_new(s, p, 0, NULL);
-    if (!q) return PTS_ENOMEM;
-  }
+  int rc;
+  squeue *q = fixed_queue(s, p, &rc);
+  if (!q) return rc;
   stask *t = tblock_get(c, kind == K_POST_PROMISE ? EXT_PROMISE : EXT_NONE);
   if (!t) {
     queue_discard_if_unused(q);
@@ -1319,12 +1326,9 @@ int pts__scheduler_post_in(pts_scheduler *s, pts__sched_slot *slot, pts_task_fn 
   if (!valid_priority(p)) return PTS_ETYPE;
   sctx *c = s->ctx;
   PTS__CHECK_OWNER(c->loop);
-  if (s->detached) return PTS_ECLOSED;
-  squeue *q = s->static_q[p][0];
-  if (!q) {
-    q = queue_new(s, p, 0, NULL);
-    if (!q) return PTS_ENOMEM;
-  }
+  int rc;
+  squeue *q = fixed_queue(s, p, &rc);
+  if (!q) return rc;
   stask *t = (stask *)(void *)slot;
   fixed_handle_fill(c, t, K_POST_CB, (void *)fn, data, p, NULL);
   t->ext = EXT_CALLER;

@@ -748,10 +748,7 @@ TEST_F(Scheduler, CallerSlotTasksRunByPriorityThenPostingOrder) {
   ASSERT_EQ(PostIn(s, PTS_PRIORITY_USER_VISIBLE, push("uv-slot2")), 0);
   ASSERT_EQ(PostIn(s, PTS_PRIORITY_USER_BLOCKING, push("ub-slot")), 0);
   pts_post_options uv = Prio(PTS_PRIORITY_USER_VISIBLE);
-  ASSERT_EQ(PostCb([this](int st) {
-              if (st) return;
-              Push("uv-own2");
-            }, &uv), 0);
+  ASSERT_EQ(PostCb(push("uv-own2"), &uv), 0);
   Run();
   EXPECT_EQ(Ids(), "ub-slot,uv-slot,uv-own,uv-slot2,uv-own2,bg-own,bg-slot,uv-late,bg-slot-cont");
   ExpectNoLiveTasks();
