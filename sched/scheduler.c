@@ -1257,13 +1257,6 @@ static inline __attribute__((always_inline)) void fixed_handle_fill(
   }
 }
 
-/* postTask with a fixed priority, no signal and no delay. The state is the
- * cached fixed one and, for the direct-callback form, the handle is the
- * 64-byte base block (the promise form: the handle and its promise in one
- * block); there is no abort source, so no abort steps to register. What is
- * left is create the handle and enqueue. This version takes every case (a
- * detached scheduler, a queue to create or to put in the selection, a block
- * from the loop's pool); post_fixed below is its common case. */
 /* The static queue of priority p for a new fixed-priority handle, made if
  * the scheduler has none; NULL with *rc set (PTS_ECLOSED: detached). */
 static squeue *fixed_queue(pts_scheduler *s, int p, int *rc) {
@@ -1274,6 +1267,13 @@ static squeue *fixed_queue(pts_scheduler *s, int p, int *rc) {
   return q;
 }
 
+/* postTask with a fixed priority, no signal and no delay. The state is the
+ * cached fixed one and, for the direct-callback form, the handle is the
+ * 64-byte base block (the promise form: the handle and its promise in one
+ * block); there is no abort source, so no abort steps to register. What is
+ * left is create the handle and enqueue. This version takes every case (a
+ * detached scheduler, a queue to create or to put in the selection, a block
+ * from the loop's pool); post_fixed below is its common case. */
 static __attribute__((noinline)) int post_fixed_general(
     pts_scheduler *s, int kind, void *fn, void *data, int p, pts_promise **out) {
   sctx *c = s->ctx;
