@@ -697,13 +697,11 @@ static void task_cancel(sctx *c, stask *t) {
   if (p) pts_promise_reject(p, pts_error_value(PTS_ECANCELED, "global detached"));
   t->status = S_DONE;
   if (t->ext == EXT_CALLER) {
-    /* The callback may free the slot: the handle goes first. */
-    pts_task_fn fn = t->f.fn;
-    void *data = t->data;
+    /* The callback may free the slot: the handle goes first, and the
+     * callback is told from a copy. */
+    stask copy = *t;
     task_free(c, t);
-    pts__script_enter(c->loop);
-    fn(data, PTS_ECANCELED);
-    pts__script_leave(c->loop);
+    notify_not_run(c, &copy, PTS_ECANCELED);
     return;
   }
   notify_not_run(c, t, PTS_ECANCELED);
