@@ -35,6 +35,19 @@ typedef struct pts__drain_wait pts__drain_wait;
 /* The gate: bit 63 = closed, the rest = producers between enter and leave. */
 #define PTS__GATE_CLOSED (UINT64_C(1) << 63)
 
+/* The rank of a command of this layer: a plain postTask (no done callback,
+ * controller or delay) ranks as its priority (pts_priority); every other
+ * command ranks above them all. The pool thread runs a plain post in place
+ * only while no command of a higher rank waits in the inbox (remote.c,
+ * docs/agents.md "Hot paths"). */
+enum { PTS__RANK_OTHER = PTS_PRIORITY_COUNT, PTS__RANKS };
+
+/* Commands of one rank pushed so far: one line each, so the pool thread's
+ * reads of the ranks nobody is posting at stay in its cache. */
+typedef struct pts__posted {
+  _Alignas(64) _Atomic uint64_t n;
+} pts__posted;
+
 #define PTS__NO_INDEX UINT32_MAX
 
 /* ---- control commands of a worker (add, destroy, shutdown) ---- */
@@ -74,7 +87,8 @@ typedef struct pts__origin {
 struct pts_agent {
   /* Producers' line: every cross-thread operation writes it. */
   _Alignas(64) _Atomic uint64_t gate;
-  _Atomic uint64_t posted; /* commands pushed by this layer (inbox depth) */
+  /* Commands pushed by this layer, by rank (their sum: the inbox depth). */
+  pts__posted posted[PTS__RANKS];
   /* The wake hook's line: written by the first producer after a drain. */
   _Alignas(64) atomic_bool signaled;
   pts__mpsc_node sig_node;
@@ -127,6 +141,7 @@ struct pts_agent {
   bool in_rr;
   struct pts_agent *due_next;
   uint64_t applied; /* commands of this layer applied (or released) */
+  uint64_t applied_rank[PTS__RANKS]; /* the same, by rank */
   pts__worker *move_to; /* a move waiting for the agent's node to pop */
   int req_target;       /* a pts_agent_move request applied, or -1 */
   uint64_t move_t0;     /* the move in flight: when the source detached */
@@ -280,13 +295,31 @@ static inline bool pts__on_agent_thread(pts_agent *a) {
 /* ---- the gate (pool.c) ---- */
 bool pts__gate_enter(pts_agent *a);
 void pts__gate_leave(pts_agent *a);
-/* Inside the gate: push cmd to the agent's loop and count it. */
-void pts__agent_send(pts_agent *a, pts__command *cmd);
-/* Owner: a command of this layer left the inbox (applied or released). */
-static inline void pts__agent_applied(pts_agent *a) {
+/* Inside the gate: push cmd, of rank PTS__RANK_*, to the agent's loop and
+ * count it. */
+void pts__agent_send(pts_agent *a, pts__command *cmd, int rank);
+/* Owner: a command of this layer, of that rank, left the inbox (applied or
+ * released). */
+static inline void pts__agent_applied(pts_agent *a, int rank) {
   a->applied++;
+  a->applied_rank[rank]++;
   atomic_store_explicit(&a->st_applied, a->applied, memory_order_relaxed);
 }
+/* Any thread: commands of this layer pushed so far (a relaxed snapshot). */
+uint64_t pts__agent_posted(pts_agent *a);
+/* Owner: no command of a rank above `rank` was pushed and not yet applied,
+ * as far as this thread has seen (relaxed loads). Enough for the in-place
+ * run: a push this thread has not seen may be taken as coming after it
+ * (remote.c). */
+static inline bool pts__agent_nothing_above(pts_agent *a, int rank) {
+  for (int r = rank + 1; r < PTS__RANKS; r++)
+    if (atomic_load_explicit(&a->posted[r].n, memory_order_relaxed) != a->applied_rank[r])
+      return false;
+  return true;
+}
+/* The loop's command runner of every agent's loop (remote.c,
+ * pts__loop_set_command_runner). */
+int pts__agent_run_command(pts__command *cmd);
 /* Owner: the agent's start-delay histogram. */
 void pts__agent_record_delay(pts_agent *a, uint64_t delay_ns);
 

@@ -210,10 +210,17 @@ void pts__gate_leave(pts_agent *a) {
   atomic_fetch_sub_explicit(&a->gate, 1, memory_order_release);
 }
 
-void pts__agent_send(pts_agent *a, pts__command *cmd) {
-  /* Relaxed: a statistic (inbox depth), not a synchronisation. */
-  atomic_fetch_add_explicit(&a->posted, 1, memory_order_relaxed);
+void pts__agent_send(pts_agent *a, pts__command *cmd, int rank) {
+  /* Relaxed: the count is a statistic (inbox depth) and, for the pool
+   * thread's in-place run, ordered before the push that publishes cmd. */
+  atomic_fetch_add_explicit(&a->posted[rank].n, 1, memory_order_relaxed);
   pts__loop_send_from_any_thread(a->loop, cmd);
+}
+
+uint64_t pts__agent_posted(pts_agent *a) {
+  uint64_t n = 0;
+  for (int r = 0; r < PTS__RANKS; r++) n += atomic_load_explicit(&a->posted[r].n, memory_order_relaxed);
+  return n;
 }
 
 void pts__agent_record_delay(pts_agent *a, uint64_t d) {
@@ -387,11 +394,25 @@ static void track_ready(pts__worker *w, pts_agent *a, int u) {
 
 static void move_group(pts__worker *w, pts_agent *a, unsigned thread, bool by_balancer);
 
-/* Polls the agent's loop (inbox, due timers) and files it where it belongs. */
-static void refresh(pts__worker *w, pts_agent *a, bool ran, uint64_t cpu_ns) {
+/* Whether a is the only agent on w under a policy that would pick it again
+ * after every step (strict, round-robin, fair, randomized): then nothing
+ * ranks its loop against another's, so its steps may run in bursts and its
+ * polls may leave the inbox to them. */
+static bool alone(const pts__worker *w) {
+  return w->nagents == 1 && w->pool->opts.policy <= PTS_POLICY_RANDOMIZED;
+}
+
+/* Polls the agent's loop (inbox, due timers) and files it where it belongs.
+ * leave_inbox (only for an agent alone on w): the poll may leave an inbox
+ * that is all the work there is to the next step, whose in-place path runs
+ * the plain posts in it (pts__agent_run_command) instead of queueing them.
+ * An inbox whose producer is between its two push steps is then retried
+ * rather than slept on, as the loop's own run does (sync/mpsc.h); an empty
+ * inbox gets the full poll, so the worker can park. */
+static void refresh(pts__worker *w, pts_agent *a, bool ran, uint64_t cpu_ns,
+                    bool leave_inbox) {
   a->q_stale = false;
-  uint64_t depth =
-      atomic_load_explicit(&a->posted, memory_order_relaxed) - a->applied;
+  uint64_t depth = pts__agent_posted(a) - a->applied;
   /* Steps of a burst drain the inbox too: the deepest of their passes. */
   uint64_t passed = pts__loop_take_drained_max(a->loop);
   if (passed > depth && depth < (UINT64_C(1) << 62)) depth = passed;
@@ -399,7 +420,7 @@ static void refresh(pts__worker *w, pts_agent *a, bool ran, uint64_t cpu_ns) {
       depth < (UINT64_C(1) << 62))
     atomic_store_explicit(&a->st_inbox_max, depth, memory_order_relaxed);
   pts__tls_agent = a;
-  int u = pts__loop_poll(a->loop);
+  int u = pts__loop_poll(a->loop, leave_inbox);
   pts__tls_agent = NULL;
   /* pts_loop_stop on a pool loop only wakes it: agents stop by destroy. */
   (void)pts__loop_take_stop(a->loop);
@@ -432,7 +453,7 @@ static void refresh(pts__worker *w, pts_agent *a, bool ran, uint64_t cpu_ns) {
 
 static void run_step(pts__worker *w, pts_agent *a, uint64_t t0) {
   int steps = 0;
-  bool burst = w->nagents == 1 && w->pool->opts.policy <= PTS_POLICY_RANDOMIZED;
+  bool burst = alone(w);
   pts__tls_agent = a;
   for (;;) {
     int ran = pts__loop_step(a->loop);
@@ -449,7 +470,7 @@ static void run_step(pts__worker *w, pts_agent *a, uint64_t t0) {
   stat_add(&a->st_cpu_ns, cpu);
   stat_add(&w->st_steps, (uint64_t)steps);
   stat_add(&w->st_busy_ns, cpu);
-  refresh(w, a, true, cpu);
+  refresh(w, a, true, cpu, burst);
 }
 
 static void publish_layout(pts__worker *w) {
@@ -481,7 +502,7 @@ static void agent_attach(pts__worker *w, pts__ctl *c) {
   pts_agent *a = c->agent;
   if (!agent_take(w, c)) return;
   a->sched = pts_global_scheduler(pts_loop_default_global(a->loop)); /* made by pts_agent_new */
-  refresh(w, a, false, 0);
+  refresh(w, a, false, 0, false);
 }
 
 /* Migration protocol steps 4-5, on T. */
@@ -493,7 +514,7 @@ static void agent_arrive(pts__worker *w, pts__ctl *c) {
   atomic_store_explicit(&a->signaled, false, memory_order_seq_cst); /* step 5 */
   /* The poll may move the agent on (a request it applied): a is not ours
    * after it. */
-  refresh(w, a, false, 0);
+  refresh(w, a, false, 0, false);
   stat_add(&w->st_moves_in, 1);
   stat_add(&w->st_move_ns, pts__now_ns() - t0);
 }
@@ -593,7 +614,7 @@ static void move_out(pts__worker *w, pts_agent *a, pts__worker *t) {
     pthread_mutex_unlock(&pool->mu);
     /* The token back: as after a pop (wake protocol step 3). */
     atomic_store_explicit(&a->signaled, false, memory_order_seq_cst);
-    if (a->attached && !a->dead) refresh(w, a, false, 0);
+    if (a->attached && !a->dead) refresh(w, a, false, 0, false);
     return;
   }
   agent_unplace(w, a);
@@ -803,7 +824,7 @@ static void drain_signaled(pts__worker *w) {
     }
     if (!a->attached) continue;
     if (now == 0 && w->pool->opts.policy == PTS__POLICY_QUANTIZED) now = pts__now_ns();
-    if (!quant_defer(w, a, now)) refresh(w, a, false, 0);
+    if (!quant_defer(w, a, now)) refresh(w, a, false, 0, alone(w));
   }
 }
 
@@ -821,12 +842,12 @@ static void fire_timers(pts__worker *w, uint64_t now) {
   while (due != NULL) {
     pts_agent *a = due;
     due = a->due_next;
-    if (!quant_defer(w, a, now)) refresh(w, a, false, 0);
+    if (!quant_defer(w, a, now)) refresh(w, a, false, 0, false);
   }
   /* Quantized: the slot's owner gets the polls it was denied. */
   if (w->pool->opts.policy == PTS__POLICY_QUANTIZED) {
     pts_agent *owner = pts__quant_owner(w, now);
-    if (owner != NULL && owner->q_stale) refresh(w, owner, false, 0);
+    if (owner != NULL && owner->q_stale) refresh(w, owner, false, 0, false);
   }
 }
 
@@ -1197,6 +1218,7 @@ int pts_agent_new(pts_pool *pool, const pts_agent_options *opts, pts_agent **out
     agent_free(a);
     return rc;
   }
+  pts__loop_set_command_runner(a->loop, pts__agent_run_command);
   /* The scheduler is made here, on the loop's owner until the worker takes
    * it, so that running out of memory is this call's PTS_ENOMEM; made on the
    * worker (agent_attach) its failure would leave an accepted agent that
@@ -1319,7 +1341,7 @@ int pts_agent_destroy(pts_agent *a, bool wait) {
  * loop then; refresh() makes the move after the poll. */
 static void move_req_cmd(pts__command *cmd, int status) {
   pts_agent *a = container_of(cmd, pts_agent, req_cmd);
-  pts__agent_applied(a);
+  pts__agent_applied(a, PTS__RANK_OTHER);
   /* acq_rel: pairs with the requester's exchange; the node is off the
    * inbox, so a later request may push it again. */
   int t = atomic_exchange_explicit(&a->move_req, 0, memory_order_acq_rel) - 1;
@@ -1334,7 +1356,7 @@ int pts_agent_move(pts_agent *a, int thread) {
     rc = PTS_EINVAL;
   } else if (atomic_exchange_explicit(&a->move_req, thread + 1, memory_order_acq_rel) == 0) {
     /* The request is not queued yet (0 -> set): queue it, once. */
-    pts__agent_send(a, &a->req_cmd);
+    pts__agent_send(a, &a->req_cmd, PTS__RANK_OTHER);
   }
   pts__gate_leave(a);
   return rc;
@@ -1343,7 +1365,7 @@ int pts_agent_move(pts_agent *a, int thread) {
 static void drain_cmd(pts__command *cmd, int status) {
   pts__drain_wait *d = container_of(cmd, pts__drain_wait, cmd);
   pts_agent *a = d->agent;
-  pts__agent_applied(a);
+  pts__agent_applied(a, PTS__RANK_OTHER);
   if (status != 0) {
     pts__drain_complete(d, PTS_ECLOSED);
     return;
@@ -1363,7 +1385,7 @@ int pts_agent_drain(pts_agent *a) {
   pthread_cond_init(&d.cv, NULL);
   int rc = PTS_ECLOSED;
   if (pts__gate_enter(a)) {
-    pts__agent_send(a, &d.cmd);
+    pts__agent_send(a, &d.cmd, PTS__RANK_OTHER);
     pts__gate_leave(a);
     pthread_mutex_lock(&d.mu);
     while (!d.done) pthread_cond_wait(&d.cv, &d.mu);
@@ -1386,7 +1408,7 @@ int pts_agent_get_stats(const pts_agent *ca, pts_agent_stats *out) {
   for (int i = 0; i < PTS_DELAY_BUCKETS; i++)
     out->delay_hist[i] = atomic_load_explicit(&a->st_hist[i], memory_order_relaxed);
   uint64_t applied = atomic_load_explicit(&a->st_applied, memory_order_relaxed);
-  uint64_t posted = atomic_load_explicit(&a->posted, memory_order_relaxed);
+  uint64_t posted = pts__agent_posted(a);
   /* Two relaxed loads: the difference is a snapshot and may lag. */
   out->inbox_depth = posted > applied ? posted - applied : 0;
   out->inbox_max = atomic_load_explicit(&a->st_inbox_max, memory_order_relaxed);

@@ -142,7 +142,7 @@ int pts_remote_controller_new(pts_agent *a, int priority,
 
 static void create_cmd(pts__command *cmd, int status) {
   pts_remote_controller *rc = container_of(cmd, pts_remote_controller, create_cmd);
-  pts__agent_applied(rc->agent);
+  pts__agent_applied(rc->agent, PTS__RANK_OTHER);
   /* A failed creation ends the owner side: later commands get PTS_ECLOSED. */
   if (status != 0 || rc_ensure(rc) == NULL) owner_finalize(rc);
   rc_drop(rc); /* the command's reference */
@@ -159,7 +159,7 @@ int pts_remote_controller_new_async(pts_agent *a, int priority,
     rc_free_unused(rc);
     return PTS_ECLOSED;
   }
-  pts__agent_send(a, &rc->create_cmd);
+  pts__agent_send(a, &rc->create_cmd, PTS__RANK_OTHER);
   pts__gate_leave(a);
   *out = rc;
   return 0;
@@ -172,7 +172,7 @@ void pts_remote_controller_ref(pts_remote_controller *rc) {
 static void release_cmd(pts__command *cmd, int status) {
   (void)status; /* applied or released, the owner side ends the same way */
   pts_remote_controller *rc = container_of(cmd, pts_remote_controller, release_cmd);
-  pts__agent_applied(rc->agent);
+  pts__agent_applied(rc->agent, PTS__RANK_OTHER);
   owner_finalize(rc);
   rc_drop(rc); /* the users' reference */
 }
@@ -183,7 +183,7 @@ void pts_remote_controller_unref(pts_remote_controller *rc) {
   pts_agent *a = rc->agent;
   rc->release_cmd.fn = release_cmd;
   if (pts__gate_enter(a)) {
-    pts__agent_send(a, &rc->release_cmd);
+    pts__agent_send(a, &rc->release_cmd, PTS__RANK_OTHER);
     pts__gate_leave(a);
     return;
   }
@@ -211,7 +211,7 @@ typedef struct rc_op {
 static void rc_op_cmd(pts__command *cmd, int status) {
   rc_op *op = container_of(cmd, rc_op, cmd);
   pts_remote_controller *rc = op->rc;
-  pts__agent_applied(rc->agent);
+  pts__agent_applied(rc->agent, PTS__RANK_OTHER);
   int r = PTS_ECLOSED;
   if (status == 0) {
     pts_controller *c = rc_ensure(rc);
@@ -242,7 +242,7 @@ static int rc_send_op(pts_remote_controller *rc, rc_op *op) {
     pts__free(op);
     return PTS_ECLOSED;
   }
-  pts__agent_send(rc->agent, &op->cmd);
+  pts__agent_send(rc->agent, &op->cmd, PTS__RANK_OTHER);
   pts__gate_leave(rc->agent);
   return 0;
 }
@@ -348,7 +348,7 @@ static void reply_run(void *d, int status) {
 static void reply_cmd(pts__command *cmd, int status) {
   xtask *x = container_of(cmd, xtask, reply_cmd);
   pts_agent *r = x->reply_to;
-  pts__agent_applied(r);
+  pts__agent_applied(r, PTS__RANK_OTHER);
   if (status == 0) {
     pts__task_init(&x->reply_task, pts_loop_default_global(r->loop), reply_run, x);
     if (pts__task_queue(&x->reply_task, PTS_SOURCE_MESSAGE) == 0) return;
@@ -383,7 +383,7 @@ static void deliver(xtask *x, int status, pts_value v) {
    * worker holds a reference until the teardown, which waits for the gate). */
   pts_agent *r = x->reply_to;
   if (pts__gate_enter(r)) {
-    pts__agent_send(r, &x->reply_cmd);
+    pts__agent_send(r, &x->reply_cmd, PTS__RANK_OTHER);
     pts__gate_leave(r);
     return;
   }
@@ -480,11 +480,17 @@ static void xtask_run(void *d, int status) {
   }
 }
 
+/* A post's rank (agents_impl.h): a plain post ranks as its priority. */
+static int xtask_rank(const xtask *x) {
+  if (x->extras) return PTS__RANK_OTHER;
+  return x->priority == PTS_PRIORITY_UNSET ? PTS_PRIORITY_USER_VISIBLE : x->priority;
+}
+
 /* The post command, on the target's thread (protocol steps 1-2). */
 static void xtask_cmd(pts__command *cmd, int status) {
   xtask *x = container_of(cmd, xtask, cmd);
   pts_agent *a = x->agent;
-  pts__agent_applied(a);
+  pts__agent_applied(a, xtask_rank(x));
   if (status != 0 || a->sched == NULL) {
     xtask_run(x, PTS_ECANCELED);
     return;
@@ -526,6 +532,30 @@ static void xtask_cmd(pts__command *cmd, int status) {
   deliver(x, r, pts_error_value(r, NULL));
 }
 
+/* The loop's command runner (loop_internal.h): the loop has popped cmd with
+ * nothing else runnable. A plain post then runs at once, exactly as if it
+ * were applied and picked as the only runnable task (it takes its enqueue
+ * order all the same), unless a command of a higher rank waits behind it:
+ * applied together, that one would be picked first, so then cmd is applied
+ * as usual and the drain that follows applies the rest. A higher command
+ * whose push this thread has not seen yet is concurrent with this pop, so
+ * taking it as posted after the task started is a valid order (one whose
+ * push happened before cmd's push is ahead of cmd in the inbox). This skips
+ * the scheduler's queue, the selection and the handle; measured in
+ * docs/agents.md ("Hot paths"). */
+int pts__agent_run_command(pts__command *cmd) {
+  if (cmd->fn != xtask_cmd) return 0;
+  xtask *x = container_of(cmd, xtask, cmd);
+  pts_agent *a = x->agent;
+  int rank = xtask_rank(x);
+  if (rank == PTS__RANK_OTHER || a->sched == NULL || !pts__agent_nothing_above(a, rank) ||
+      !pts__scheduler_may_run_now(a->sched))
+    return 0;
+  pts__agent_applied(a, rank);
+  pts__stat_add(&a->st_posts_enqueued, 1);
+  return pts__scheduler_run_now(a->sched, xtask_run, x, rank);
+}
+
 int pts_agent_post_task(pts_agent *a, const pts_agent_post_options *opts,
                         pts_task_callback callback, void *data,
                         pts_result_fn done, void *done_data, pts_agent *reply_to) {
@@ -562,7 +592,7 @@ int pts_agent_post_task(pts_agent *a, const pts_agent_post_options *opts,
   }
   if (x->extras && reply_to) pts_agent_ref(reply_to);
   if (x->extras && x->rc) rc_hold(x->rc);
-  pts__agent_send(a, &x->cmd);
+  pts__agent_send(a, &x->cmd, xtask_rank(x));
   pts__gate_leave(a);
   return 0;
 }
@@ -588,7 +618,7 @@ static void xqueue_run(void *d, int status) {
 
 static void xqueue_cmd(pts__command *cmd, int status) {
   xqueue *q = container_of(cmd, xqueue, cmd);
-  pts__agent_applied(q->agent);
+  pts__agent_applied(q->agent, PTS__RANK_OTHER);
   if (status == 0) {
     pts__task_init(&q->task, pts_loop_default_global(q->agent->loop), xqueue_run, q);
     if (pts__task_queue(&q->task, q->source) == 0) return;
@@ -614,7 +644,7 @@ int pts_agent_queue_task(pts_agent *a, pts_task_source source, pts_task_fn fn,
     pts__node_put(q);
     return PTS_ECLOSED;
   }
-  pts__agent_send(a, &q->cmd);
+  pts__agent_send(a, &q->cmd, PTS__RANK_OTHER);
   pts__gate_leave(a);
   return 0;
 }

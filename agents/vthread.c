@@ -96,7 +96,7 @@ void pts__vthread_free(pts__vthread *t) {
 /* Polls the agent's loop and files it (pool.c: refresh). */
 static void refresh(pts__vthread *t, pts_agent *a, bool ran, uint64_t cost) {
   pts__tls_agent = a;
-  int u = pts__loop_poll(a->loop);
+  int u = pts__loop_poll(a->loop, false);
   pts__tls_agent = NULL;
   (void)pts__loop_take_stop(a->loop);
   a->urgency = u;

@@ -700,13 +700,14 @@ static inline bool inbox_is_next(pts_loop *loop) {
 /* The cross-thread hot path (docs/loop.md): takes commands from the
  * inbox. A message task posted from another thread for an active global
  * runs at once, exactly as if it had been queued and then picked as the
- * only runnable task (it takes its enqueue order all the same); with
- * `burst`, the next ones follow while the inbox is all the work there is.
- * Any other command is applied as the drain would, and ends the run.
- * Returns 2 if a task ran, else 1 if a command was applied, 0 if no command
- * was complete. The caller has checked inbox_is_next(). */
+ * only runnable task (it takes its enqueue order all the same), and so does
+ * any command the loop's command runner runs; with `burst`, the next ones
+ * follow while the inbox is all the work there is. Any other command is
+ * applied as the drain would, and ends the run. Returns 2 if a task ran
+ * (loop->last_pick says which), else 1 if a command was applied, 0 if no
+ * command was complete. The caller has checked inbox_is_next(). */
 static int inbox_run(pts_loop *loop, bool burst) {
-  int r = 0;
+  int r = 0, pick = LAST_PICK_CLASS + CLS_FIFO;
   for (;;) {
     pts__mpsc_node *n = pts__mpsc_pop(&loop->inbox);
     if (n == NULL) break;
@@ -717,21 +718,30 @@ static int inbox_run(pts_loop *loop, bool burst) {
     else if (c->fn == xpost_cmd)
       t = &container_of(c, xpost, cmd)->t;
     if (t == NULL || !t->global->active || t->global->detached) {
-      c->fn(c, 0);
-      if (r == 0) r = 1;
-      break;
+      int ran = t == NULL && loop->run_command != NULL ? loop->run_command(c) : 0;
+      if (ran == 0) {
+        c->fn(c, 0);
+        if (r == 0) r = 1;
+        break;
+      }
+      pick = ran;
+    } else {
+      pick = LAST_PICK_CLASS + CLS_FIFO;
+      loop->next_order++; /* spec: the task was queued */
+      /* The caller may reuse its request from here on. */
+      pts__script_enter(loop);
+      t->fn(t->data, 0);
+      pts__script_leave(loop);
     }
-    loop->next_order++; /* spec: the task was queued */
     r = 2;
-    /* The caller may reuse its request from here on. */
-    pts__script_enter(loop);
-    t->fn(t->data, 0);
-    pts__script_leave(loop);
     if (!burst || atomic_load_explicit(&loop->stop_requested, memory_order_relaxed) ||
         !inbox_is_next(loop))
       break;
   }
-  if (r == 2) loop->streak = 0; /* a pick with no other class waiting */
+  if (r == 2) {
+    loop->last_pick = (uint8_t)pick;
+    loop->streak = 0; /* a pick with no other class waiting */
+  }
   loop->inbox_more = pts__mpsc_maybe_nonempty(&loop->inbox);
   return r;
 }
@@ -765,17 +775,23 @@ void pts__loop_after_task(pts_loop *loop) {
 static int step(pts_loop *loop, bool may_start_idle, bool burst) {
   int did = 0;
   if (pts__mpsc_maybe_nonempty(&loop->inbox)) {
+    bool drain = true;
     if (inbox_is_next(loop)) {
       /* With `burst`, as for the provider below: while the inbox is all the
        * work there is, the next iterations would take this path too. */
       int r = inbox_run(loop, burst);
-      if (r == 2) {
-        loop->last_pick = LAST_PICK_CLASS + CLS_FIFO;
-        return DID_WORK | DID_TASK;
-      }
-      if (r == 1) did |= DID_WORK;
+      if (r == 2) return DID_WORK | DID_TASK;
+      /* r == 0: a producer between its two push steps. With a command
+       * runner, its command is left to the next step's in-place path: a
+       * drain now would queue it and whatever was linked meanwhile, and the
+       * runner's commands would then be queued for as long as the stream
+       * keeps the inbox busy. Without one, the drain takes it this step. */
+      if (r == 1)
+        did |= DID_WORK;
+      else if (loop->run_command != NULL)
+        drain = false;
     }
-    if (drain_inbox(loop, did ? 1 : 0) > 0) did |= DID_WORK;
+    if (drain && drain_inbox(loop, did ? 1 : 0) > 0) did |= DID_WORK;
   }
   if (loop->heap.len != 0) {
     uint64_t seq = loop->timer_seq, len = loop->heap.len;
@@ -936,7 +952,9 @@ void pts__loop_pool_detach(pts_loop *loop) {
   leave_running(loop); /* the owner stays this thread (bound) */
 }
 
-int pts__loop_poll(pts_loop *loop) {
+int pts__loop_poll(pts_loop *loop, bool leave_inbox) {
+  if (leave_inbox && pts__mpsc_maybe_nonempty(&loop->inbox) && inbox_is_next(loop))
+    return PTS__URGENCY_FIFO;
   loop->script_depth = 0; /* the loop's own steps, as in run_core */
   drain_inbox(loop, 0);
   pts__timers_fire_due(loop);
@@ -944,6 +962,10 @@ int pts__loop_poll(pts_loop *loop) {
   loop->script_depth = 1;
   if (loop->inbox_more) wake_owner(loop); /* protocol step 4 */
   return urgency_of(choose(loop, true, false).cls);
+}
+
+void pts__loop_set_command_runner(pts_loop *loop, pts__command_runner run) {
+  loop->run_command = run;
 }
 
 int pts__loop_step(pts_loop *loop) {

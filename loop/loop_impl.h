@@ -161,6 +161,7 @@ struct pts_loop {
 
   const pts__provider_ops *prov;
   void *prov_ctx;
+  pts__command_runner run_command; /* or NULL */
 
   void *pool[POOL_CLASSES];
   /* Every live promise, so pts_loop_free can release cycles and promises

@@ -147,6 +147,17 @@ typedef struct pts__command {
 /* Any thread; wakes the loop only if it sleeps. */
 void pts__loop_send_from_any_thread(pts_loop *loop, pts__command *cmd);
 
+/* Runs a command popped from the inbox as the loop's pick when it can: the
+ * loop calls it, on its owner thread, only with nothing else runnable (no
+ * ordinary task ready, no provider task queued, no timer, no microtask).
+ * Returns the pick, as pts__provider_ops.run_next (1 + the effective
+ * priority of the provider's task it ran), or 0 having done nothing: the
+ * loop then applies the command as usual. */
+typedef int (*pts__command_runner)(pts__command *cmd);
+/* Owner thread, before any command can arrive: the runner of the loop's
+ * inbox (the agents layer's, for its plain postTask), or NULL. */
+void pts__loop_set_command_runner(pts_loop *loop, pts__command_runner run);
+
 /* ---- the task provider: how the scheduler plugs its queues in ---- */
 
 /* Effective priorities 0..5 of spec section 2 (priority x continuation). */
@@ -236,8 +247,11 @@ enum {
 };
 
 /* Applies pending inbox commands and fires due timers (no task runs), then
- * returns the urgency class of the next runnable task. */
-int pts__loop_poll(pts_loop *loop);
+ * returns the urgency class of the next runnable task. With leave_inbox,
+ * when the inbox is all the work there is, it is left to the next step (a
+ * command runner's in-place path) and the urgency is PTS__URGENCY_FIFO: for
+ * a caller with no other loop to rank this one against. */
+int pts__loop_poll(pts_loop *loop, bool leave_inbox);
 /* Runs at most one task and its microtask checkpoint (after the same inbox
  * and timer steps). Returns 1 if a task ran. */
 int pts__loop_step(pts_loop *loop);

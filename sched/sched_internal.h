@@ -1,6 +1,6 @@
 /* sched/sched_internal.h: the scheduler layer's internal view, shared by the
  * scheduler's files, its tests and its benchmarks, and by the agents layer
- * for pts__scheduler_post_in.
+ * for pts__scheduler_post_in and pts__scheduler_run_now.
  *
  * Threads: owner thread of the loop only, like everything in sched/.
  */
@@ -24,6 +24,7 @@ typedef struct pts__sched_stats {
   uint64_t live_queues;    /* scheduler task queues, mapped or not */
   uint64_t delayed_tasks;  /* of live_tasks, still waiting for their delay */
   uint32_t schedulers;     /* Scheduler objects of the loop */
+  uint64_t ran_now;        /* tasks run by pts__scheduler_run_now (a count) */
 } pts__sched_stats;
 
 /* PTS_ENOTFOUND if no scheduler was ever used on the loop (all zero). */
@@ -57,6 +58,22 @@ typedef struct pts__sched_slot {
  * called. Owner thread of the loop. */
 int pts__scheduler_post_in(pts_scheduler *s, pts__sched_slot *slot, pts_task_fn fn,
                            void *data, int priority);
+
+/* Whether pts__scheduler_run_now may be called: the scheduler is attached
+ * and its global fully active, and no scheduler of the loop has a task
+ * queued. Owner thread of the loop. */
+bool pts__scheduler_may_run_now(const pts_scheduler *s);
+
+/* postTask as pts__scheduler_post_in, then the task run at once as the
+ * loop's pick, for a caller that knows nothing else is runnable on the loop
+ * (no ordinary task ready, no timer, no microtask) and has checked
+ * pts__scheduler_may_run_now: the loop's inbox, through the agents layer.
+ * The task takes its enqueue order and runs with the scheduling state of
+ * its priority, as script, exactly as if queued and then selected; the
+ * queue the spec would map for it, and unmap once it is empty again, is
+ * never made. priority: a pts_priority (not UNSET). Returns the pick, as
+ * pts__provider_ops.run_next: 1 + the task's effective priority. */
+int pts__scheduler_run_now(pts_scheduler *s, pts_task_fn fn, void *data, int priority);
 
 /* Sizes of the per-task blocks, for the memory-per-task benchmark. */
 size_t pts__sched_task_size(int with_signal_or_promise);

@@ -1334,6 +1334,31 @@ int pts__scheduler_post_in(pts_scheduler *s, pts__sched_slot *slot, pts_task_fn 
   return 0;
 }
 
+bool pts__scheduler_may_run_now(const pts_scheduler *s) {
+  return !s->detached && s->active && s->ctx->bitmap == 0;
+}
+
+int pts__scheduler_run_now(pts_scheduler *s, pts_task_fn fn, void *data, int priority) {
+  sctx *c = s->ctx;
+  pts_loop *loop = c->loop;
+  PTS__CHECK_OWNER(loop);
+  sstate *st = c->fixed_state[priority];
+  /* spec: schedule a postTask task: the handle (its state referenced while
+   * it lives) and the enqueue order; then, picked, the task's steps. */
+  (void)pts__loop_take_enqueue_order(loop);
+  st->hdr.refs++;
+  c->stats.live_tasks++;
+  c->stats.ran_now++;
+  pts_sched_state *prev = pts__loop_swap_state(loop, &st->hdr);
+  pts__script_enter(loop);
+  fn(data, 0);
+  pts__script_leave(loop);
+  pts__loop_swap_state(loop, prev);
+  c->stats.live_tasks--;
+  if (--st->hdr.refs == 0) state_destroy(&st->hdr);
+  return 2 * priority + 1; /* a postTask is no continuation: level 2p */
+}
+
 /* The options of a call that can take post_fixed: sets *p and returns 1;
  * returns 0 for the general path, or a PTS_ETYPE for a bad priority. */
 static inline int fixed_priority_of(const pts_post_options *opts, int *p) {

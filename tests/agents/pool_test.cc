@@ -5,6 +5,7 @@
 // ordinary tasks from any thread, remote controllers and statistics.
 #include <chrono>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -489,6 +490,122 @@ TEST_F(PoolTest, StatisticsCountTasksDelaysAndInbox) {
   pts_agent_unref(a);
 }
 
+// ---- plain posts run in place (docs/agents.md, "Hot paths") ----
+
+// The order tasks ran in.
+struct RunLog {
+  std::mutex mu;
+  std::vector<std::string> ids;
+  std::atomic<int> ran{0};
+  std::string Ids() {
+    std::lock_guard<std::mutex> g(mu);
+    std::string r;
+    for (size_t i = 0; i < ids.size(); i++) r += (i ? "," : "") + ids[i];
+    return r;
+  }
+};
+struct Tagged {
+  RunLog *log;
+  std::string id;
+};
+pts_value log_task(void *data, int status) {
+  auto *t = static_cast<Tagged *>(data);
+  if (status == 0) {
+    std::lock_guard<std::mutex> g(t->log->mu);
+    t->log->ids.push_back(t->id);
+  }
+  t->log->ran.fetch_add(1);
+  return pts_undefined();
+}
+
+// The tasks a's scheduler ran in place so far (pts__scheduler_run_now), read
+// on a's thread.
+uint64_t ran_in_place(pts_agent *a) {
+  struct Probe {
+    pts_agent *a;
+    std::atomic<uint64_t> n{0};
+  } probe{a, {0}};
+  EXPECT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_GENERIC, [](void *d, int status) {
+    auto *p = static_cast<Probe *>(d);
+    pts__sched_stats st{};
+    if (status == 0 && pts__sched_get_stats(pts_agent_loop(p->a), &st) == 0) p->n.store(st.ran_now);
+  }, &probe));
+  EXPECT_EQ(0, pts_agent_drain(a));
+  return probe.n.load();
+}
+
+// A plain post runs in place only while no command that would outrank it
+// waits behind it: applied together (as when the agent was busy), the
+// higher one is picked first, whether it is a plain post of a higher
+// priority or any other command (here a post with a done callback).
+TEST_F(PoolTest, APostThatWouldOutrankPlainOnesAheadOfItStillRunsFirst) {
+  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  RunLog log;
+  std::vector<Tagged> t = {{&log, "bg1"}, {&log, "bg2"}, {&log, "bg3"}, {&log, "ub"},
+                           {&log, "bg4"}, {&log, "bg5"}, {&log, "uv-with-done"}};
+  pts_agent_post_options bg = PTS_AGENT_POST_OPTIONS_INIT, ub = bg, uv = bg;
+  bg.priority = PTS_PRIORITY_BACKGROUND;
+  ub.priority = PTS_PRIORITY_USER_BLOCKING;
+  uv.priority = PTS_PRIORITY_USER_VISIBLE;
+  Blocker b1;
+  ASSERT_TRUE(b1.block(a));
+  for (int i = 0; i < 3; i++)
+    ASSERT_EQ(0, pts_agent_post_task(a, &bg, log_task, &t[i], nullptr, nullptr, nullptr));
+  ASSERT_EQ(0, pts_agent_post_task(a, &ub, log_task, &t[3], nullptr, nullptr, nullptr));
+  b1.release.store(true);
+  ASSERT_TRUE(wait_until([&] { return log.ran.load() == 4; }));
+  EXPECT_EQ("ub,bg1,bg2,bg3", log.Ids());
+  Blocker b2;
+  ASSERT_TRUE(b2.block(a));
+  Result done;
+  ASSERT_EQ(0, pts_agent_post_task(a, &bg, log_task, &t[4], nullptr, nullptr, nullptr));
+  ASSERT_EQ(0, pts_agent_post_task(a, &bg, log_task, &t[5], nullptr, nullptr, nullptr));
+  ASSERT_EQ(0, pts_agent_post_task(a, &uv, log_task, &t[6], result_fn, &done, nullptr));
+  b2.release.store(true);
+  ASSERT_TRUE(wait_until([&] { return log.ran.load() == 7 && done.calls.load() == 1; }));
+  EXPECT_EQ("ub,bg1,bg2,bg3,uv-with-done,bg4,bg5", log.Ids());
+  EXPECT_EQ(0, done.status.load());
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
+}
+
+// Plain posts to an agent alone on its thread run in place, the first one
+// too (the wake-up's poll leaves the inbox to the step), in posting order,
+// and they count as postTask tasks in every statistic: enqueued, applied
+// (inbox depth back to 0), run in their class, one start delay each.
+TEST_F(PoolTest, PlainPostsToAnAgentAloneRunInPlaceAndAreCounted) {
+  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  const int n = 50;
+  RunLog log;
+  std::vector<Tagged> t;
+  std::string want;
+  for (int i = 0; i < n; i++) {
+    t.push_back({&log, std::to_string(i)});
+    want += (i ? "," : "") + std::to_string(i);
+  }
+  // Attached and idle first: the poll that attaches the agent drains.
+  ASSERT_EQ(0, pts_agent_drain(a));
+  for (int i = 0; i < n; i++)
+    ASSERT_EQ(0, pts_agent_post_task(a, nullptr, log_task, &t[i], nullptr, nullptr, nullptr));
+  ASSERT_TRUE(wait_until([&] { return log.ran.load() == n; }));
+  EXPECT_EQ(want, log.Ids());
+  EXPECT_EQ(static_cast<uint64_t>(n), ran_in_place(a));
+  EXPECT_EQ(static_cast<uint64_t>(n), pts_test_agent_posts(a, 0));
+  pts_agent_stats st;
+  ASSERT_EQ(0, pts_agent_get_stats(a, &st));
+  EXPECT_EQ(static_cast<uint64_t>(n) + 1, st.tasks_run[PTS_CLASS_FIFO]);  // + the probe
+  EXPECT_EQ(0u, st.tasks_run[PTS_CLASS_LOW] + st.tasks_run[PTS_CLASS_HIGH]);
+  uint64_t hist = 0;
+  for (uint64_t h : st.delay_hist) hist += h;
+  EXPECT_EQ(static_cast<uint64_t>(n), hist);
+  EXPECT_EQ(0u, st.inbox_depth);
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
+}
 
 // Issue 18 on an agent: a callback's microtasks run before its outcome is
 // delivered (HTML "clean up after running script" before "resolve result"),

@@ -5,7 +5,9 @@
 // commands behind), step, the next deadline and the stop request.
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "util.h"
 
@@ -62,12 +64,12 @@ TEST(PoolHooks, WakeHookReplacesTheParker) {
   EXPECT_TRUE(pts__loop_take_stop(l));
   EXPECT_FALSE(pts__loop_take_stop(l));
   // The command runs at the poll; the task only at a step.
-  EXPECT_EQ(PTS__URGENCY_FIFO, pts__loop_poll(l));
+  EXPECT_EQ(PTS__URGENCY_FIFO, pts__loop_poll(l, false));
   EXPECT_EQ(1, ran.load());
   EXPECT_EQ(1, pts__loop_step(l));
   EXPECT_EQ(2, ran.load());
   EXPECT_EQ(0, pts__loop_step(l));
-  EXPECT_EQ(PTS__URGENCY_NONE, pts__loop_poll(l));
+  EXPECT_EQ(PTS__URGENCY_NONE, pts__loop_poll(l, false));
   pts__loop_pool_detach(l);
   // Detached: the parker is back.
   EXPECT_EQ(0, pts_loop_call_from_any_thread(l, count, &ran));
@@ -87,23 +89,23 @@ TEST(PoolHooks, PollReportsTheUrgencyOfTheNextTask) {
   Hook h;
   ASSERT_EQ(0, pts__loop_pool_attach(l, Hook::fn, &h));
   pts_global *g = pts_loop_default_global(l);
-  EXPECT_EQ(PTS__URGENCY_NONE, pts__loop_poll(l));
+  EXPECT_EQ(PTS__URGENCY_NONE, pts__loop_poll(l, false));
   ASSERT_EQ(0, pts_request_idle_callback(g, noop_idle, nullptr, 0, nullptr));
-  EXPECT_EQ(PTS__URGENCY_IDLE, pts__loop_poll(l));
+  EXPECT_EQ(PTS__URGENCY_IDLE, pts__loop_poll(l, false));
   fp.post(0, "bg");
-  EXPECT_EQ(PTS__URGENCY_LOW, pts__loop_poll(l));
+  EXPECT_EQ(PTS__URGENCY_LOW, pts__loop_poll(l, false));
   fp.post(2, "uv");
-  EXPECT_EQ(PTS__URGENCY_FIFO, pts__loop_poll(l));
+  EXPECT_EQ(PTS__URGENCY_FIFO, pts__loop_poll(l, false));
   fp.post(4, "ub");
-  EXPECT_EQ(PTS__URGENCY_HIGH, pts__loop_poll(l));
+  EXPECT_EQ(PTS__URGENCY_HIGH, pts__loop_poll(l, false));
   Rec in{&log, "input"};
   ASSERT_EQ(0, pts_queue_task(g, PTS_SOURCE_USER_INPUT, rec_fn, &in));
-  EXPECT_EQ(PTS__URGENCY_INPUT, pts__loop_poll(l));
+  EXPECT_EQ(PTS__URGENCY_INPUT, pts__loop_poll(l, false));
   EXPECT_EQ("", log.str());  // polls run nothing
   while (pts__loop_step(l) == 1) {
   }
   EXPECT_EQ("input ub uv bg", log.str());
-  EXPECT_EQ(PTS__URGENCY_NONE, pts__loop_poll(l));
+  EXPECT_EQ(PTS__URGENCY_NONE, pts__loop_poll(l, false));
   pts__loop_pool_detach(l);
   EXPECT_EQ(0, pts_loop_free(l));
 }
@@ -118,11 +120,11 @@ TEST(PoolHooks, PollDoesNotAdvanceTheStarvationGuard) {
   ASSERT_EQ(0, pts_queue_task(g, PTS_SOURCE_USER_INPUT, rec_fn, &i1));
   ASSERT_EQ(0, pts_queue_task(g, PTS_SOURCE_USER_INPUT, rec_fn, &i2));
   ASSERT_EQ(0, pts_queue_task(g, PTS_SOURCE_MESSAGE, rec_fn, &m1));
-  for (int k = 0; k < 5; k++) EXPECT_EQ(PTS__URGENCY_INPUT, pts__loop_poll(l));
+  for (int k = 0; k < 5; k++) EXPECT_EQ(PTS__URGENCY_INPUT, pts__loop_poll(l, false));
   ASSERT_EQ(1, pts__loop_step(l));
   // The guard now owes the message class one task: poll says so, twice.
-  EXPECT_EQ(PTS__URGENCY_FIFO, pts__loop_poll(l));
-  EXPECT_EQ(PTS__URGENCY_FIFO, pts__loop_poll(l));
+  EXPECT_EQ(PTS__URGENCY_FIFO, pts__loop_poll(l, false));
+  EXPECT_EQ(PTS__URGENCY_FIFO, pts__loop_poll(l, false));
   ASSERT_EQ(1, pts__loop_step(l));
   ASSERT_EQ(1, pts__loop_step(l));
   EXPECT_EQ("i1 m1 i2", log.str());
@@ -145,7 +147,7 @@ TEST(PoolHooks, PollFiresDueTimersAndReportsTheNextDeadline) {
   EXPECT_GE(d, t0 + kMs);
   EXPECT_LE(d, pts_loop_now(l) + kMs);
   std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  EXPECT_EQ(PTS__URGENCY_FIFO, pts__loop_poll(l));  // the 1 ms timer's task
+  EXPECT_EQ(PTS__URGENCY_FIFO, pts__loop_poll(l, false));  // the 1 ms timer's task
   EXPECT_EQ(0, ran.load());
   EXPECT_GE(pts__loop_next_deadline(l), t0 + 60000 * kMs);
   EXPECT_EQ(1, pts__loop_step(l));
@@ -165,13 +167,68 @@ TEST(PoolHooks, PollWakesAgainWhenItLeavesCommandsBehind) {
   for (int i = 0; i < n; i++) ASSERT_EQ(0, pts_loop_call_from_any_thread(l, count, &ran));
   int before = h.calls.load();
   EXPECT_EQ(n, before);
-  EXPECT_EQ(PTS__URGENCY_NONE, pts__loop_poll(l));
+  EXPECT_EQ(PTS__URGENCY_NONE, pts__loop_poll(l, false));
   EXPECT_LT(ran.load(), n);
   EXPECT_EQ(before + 1, h.calls.load());  // come back: there is more
-  while (ran.load() < n) pts__loop_poll(l);
+  while (ran.load() < n) pts__loop_poll(l, false);
   int after = h.calls.load();
-  EXPECT_EQ(PTS__URGENCY_NONE, pts__loop_poll(l));
+  EXPECT_EQ(PTS__URGENCY_NONE, pts__loop_poll(l, false));
   EXPECT_EQ(after, h.calls.load());  // nothing left: no wake
+  pts__loop_pool_detach(l);
+  EXPECT_EQ(0, pts_loop_free(l));
+}
+
+// A command the runner below may run in place: it logs "run N" when run,
+// "apply N" (or "cancel N") when applied the usual way.
+struct RCmd {
+  pts__command cmd;
+  int id;
+  bool runnable;
+  std::vector<std::string> *log;
+};
+void rcmd_apply(pts__command *c, int status) {
+  auto *r = reinterpret_cast<RCmd *>(c);
+  r->log->push_back((status == 0 ? "apply " : "cancel ") + std::to_string(r->id));
+}
+int rcmd_runner(pts__command *c) {
+  if (c->fn != rcmd_apply) return 0;
+  auto *r = reinterpret_cast<RCmd *>(c);
+  if (!r->runnable) return 0;
+  r->log->push_back("run " + std::to_string(r->id));
+  return 5;  // as a provider task of effective priority 4 (user-blocking)
+}
+
+// The command runner (loop_internal.h) sees a command only when nothing else
+// is runnable, and its pick is the step's; a command it declines is applied.
+// A poll that may leave the inbox does so only when the inbox is all the
+// work there is.
+TEST(PoolHooks, TheCommandRunnerRunsACommandOnlyWhenNothingElseIsRunnable) {
+  pts_loop *l = new_loop();
+  Hook h;
+  ASSERT_EQ(0, pts__loop_pool_attach(l, Hook::fn, &h));
+  pts__loop_set_command_runner(l, rcmd_runner);
+  std::vector<std::string> log;
+  RCmd c[4] = {{{}, 1, true, &log}, {{}, 2, true, &log}, {{}, 3, false, &log},
+               {{}, 4, true, &log}};
+  for (RCmd &r : c) r.cmd.fn = rcmd_apply;
+  pts__loop_send_from_any_thread(l, &c[0].cmd);
+  EXPECT_EQ(PTS__URGENCY_FIFO, pts__loop_poll(l, true));  // left to the step
+  EXPECT_TRUE(log.empty());
+  EXPECT_EQ(1, pts__loop_step(l));
+  EXPECT_EQ(PTS__URGENCY_HIGH, pts__loop_last_urgency(l));
+  // An ordinary task is ready: the poll drains, the runner is not asked.
+  std::atomic<int> ran{0};
+  ASSERT_EQ(0, pts_queue_task(pts_loop_default_global(l), PTS_SOURCE_GENERIC, count, &ran));
+  pts__loop_send_from_any_thread(l, &c[1].cmd);
+  EXPECT_EQ(PTS__URGENCY_FIFO, pts__loop_poll(l, true));
+  EXPECT_EQ(1, pts__loop_step(l));
+  EXPECT_EQ(1, ran.load());
+  // Declined: applied as usual, and the drain applies what follows it.
+  pts__loop_send_from_any_thread(l, &c[2].cmd);
+  pts__loop_send_from_any_thread(l, &c[3].cmd);
+  EXPECT_EQ(0, pts__loop_step(l));
+  EXPECT_EQ(PTS__URGENCY_NONE, pts__loop_poll(l, true));
+  EXPECT_EQ(log, (std::vector<std::string>{"run 1", "apply 2", "apply 3", "apply 4"}));
   pts__loop_pool_detach(l);
   EXPECT_EQ(0, pts_loop_free(l));
 }

@@ -797,6 +797,74 @@ TEST_F(Scheduler, CallerSlotBadInputCallsNothing) {
   ExpectNoLiveTasks();
 }
 
+// ---- a task run at once (pts__scheduler_run_now, the agents' in-place run) ----
+
+// The loop's runner calls it only when nothing else is runnable, so a
+// scheduler that has a task queued, is detached, or whose global is not fully
+// active must say no.
+TEST_F(Scheduler, RunNowIsRefusedWhenTheTaskWouldNotBeThePick) {
+  EXPECT_TRUE(pts__scheduler_may_run_now(s));
+  ASSERT_EQ(PostCb([](int) {}, nullptr), 0);
+  EXPECT_FALSE(pts__scheduler_may_run_now(s));  // queued in this scheduler
+  pts_global *g2;
+  ASSERT_EQ(pts_global_new(loop, &g2), 0);
+  pts_scheduler *s2 = pts_global_scheduler(g2);
+  EXPECT_FALSE(pts__scheduler_may_run_now(s2));  // queued in another of the loop
+  Run();
+  EXPECT_TRUE(pts__scheduler_may_run_now(s2));
+  ASSERT_EQ(pts_global_set_active(g2, false), 0);
+  EXPECT_FALSE(pts__scheduler_may_run_now(s2));
+  ASSERT_EQ(pts_global_set_active(g2, true), 0);
+  EXPECT_TRUE(pts__scheduler_may_run_now(s2));
+  ASSERT_EQ(pts_global_detach(g2), 0);
+  EXPECT_FALSE(pts__scheduler_may_run_now(s2));
+  EXPECT_TRUE(pts__scheduler_may_run_now(s));
+}
+
+// Run at once, the task is a postTask task of its priority as if queued and
+// then selected: the priority's state is current (a yield inherits it), it
+// counts as live while it runs, and no queue is mapped for it. The pick is
+// 1 + its level. (That it takes one enqueue order is checked by the agents'
+// StressTest.PerProducerFifo, which counts the orders.)
+TEST_F(Scheduler, RunNowRunsATaskOfItsPriorityAsPicked) {
+  struct Now {
+    Scheduler *t;
+    std::string id;
+    pts__sched_stats during;
+    uint32_t mapped;
+  };
+  auto run = [](void *d, int st) {
+    auto *n = static_cast<Now *>(d);
+    ASSERT_EQ(st, 0);
+    Scheduler *t = n->t;
+    t->Push(n->id);
+    pts__sched_get_stats(t->loop, &n->during);
+    n->mapped = pts__sched_mapped_queues(t->s);
+    ASSERT_EQ(t->YieldCb([t, n](int y) { if (!y) t->Push(n->id + "-cont"); }, nullptr), 0);
+    ASSERT_EQ(t->PostCb([t, n](int y) { if (!y) t->Push(n->id + "-post"); }, nullptr), 0);
+  };
+  pts__sched_stats before;
+  pts__sched_get_stats(loop, &before);
+  Now bg{this, "bg", {}, 99};
+  EXPECT_EQ(pts__scheduler_run_now(s, run, &bg, PTS_PRIORITY_BACKGROUND), 1);
+  EXPECT_EQ(bg.during.live_tasks, before.live_tasks + 1);
+  EXPECT_EQ(bg.mapped, 0u);
+  Run();
+  // A background yield waits behind the user-visible post, as a background
+  // task's would; the post inherits nothing.
+  EXPECT_EQ(Ids(), "bg,bg-post,bg-cont");
+  ids.clear();
+  Now ub{this, "ub", {}, 99};
+  EXPECT_EQ(pts__scheduler_run_now(s, run, &ub, PTS_PRIORITY_USER_BLOCKING), 5);
+  Run();
+  EXPECT_EQ(Ids(), "ub,ub-cont,ub-post");
+  pts__sched_stats after;
+  pts__sched_get_stats(loop, &after);
+  EXPECT_EQ(after.ran_now, before.ran_now + 2);
+  EXPECT_EQ(pts__sched_mapped_queues(s), 0u);
+  ExpectNoLiveTasks();
+}
+
 // ---- bad input ----
 
 TEST_F(Scheduler, BadInputIsRejectedWithoutSideEffects) {
