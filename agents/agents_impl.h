@@ -256,10 +256,10 @@ uint64_t pts__now_ns(void);
 /* For the start-delay statistics only (pool.c): cheaper, same epoch and
  * rate as pts__now_ns to within the calibration's error. Inline, because
  * it is read twice per cross-thread post: once calibrated (at the first pool's
- * creation) it is a TSC read and a multiply, with no call. */
+ * creation) it is a TSC read and an integer multiply, with no call. */
 typedef struct pts__tsc_scale {
   uint64_t base, mono_base; /* a TSC reading and pts__now_ns at that moment */
-  double ns_per_tick;
+  uint64_t mult;            /* ns per tick, times 2^32 */
 } pts__tsc_scale;
 extern pts__tsc_scale pts__tsc;
 extern _Atomic bool pts__tsc_ready; /* pts__tsc is set (release) */
@@ -269,7 +269,8 @@ static inline uint64_t pts__stat_now_ns(void) {
   /* acquire: pairs with the calibration's release, so pts__tsc is read whole. */
   if (atomic_load_explicit(&pts__tsc_ready, memory_order_acquire))
     return pts__tsc.mono_base +
-           (uint64_t)((double)(__builtin_ia32_rdtsc() - pts__tsc.base) * pts__tsc.ns_per_tick);
+           (uint64_t)(((unsigned __int128)(__builtin_ia32_rdtsc() - pts__tsc.base) *
+                       pts__tsc.mult) >> 32);
   return pts__stat_now_slow();
 }
 #else

@@ -134,7 +134,11 @@ static void tsc_calibrate(void) {
     t1 = __rdtsc();
   } while (m1 - m0 < 2000000u);
   if (t1 <= t0) return;
-  pts__tsc.ns_per_tick = (double)(m1 - m0) / (double)(t1 - t0);
+  /* Fixed point: a multiply and a shift per read, no conversion to and
+   * from double (ns per tick is below 1 on any TSC of 1 GHz or more). */
+  double ns_per_tick = (double)(m1 - m0) / (double)(t1 - t0);
+  if (ns_per_tick >= 4.0) return;
+  pts__tsc.mult = (uint64_t)(ns_per_tick * 4294967296.0 + 0.5);
   pts__tsc.base = t0;
   pts__tsc.mono_base = m0;
   atomic_store_explicit(&pts__tsc_ready, true, memory_order_release);

@@ -434,11 +434,13 @@ static void xtask_run(void *d, int status) {
   if (status == 0) {
     uint64_t now = pts__stat_now_ns();
     pts__agent_record_delay(a, now > x->due_ns ? now - x->due_ns : 0);
-    pts_value v = xtask_call(x, 0);
+    /* The scheduler runs this as script already (xtask_call would nest). */
+    pts_value v = x->cb(x->data, 0);
     if (!x->extras && v.kind != PTS_VALUE_PROMISE) {
-      /* A plain post: nobody waits for the result (deliver() without done). */
+      /* A plain post: nobody waits for the result (deliver() without done).
+       * Only the kinds from BOX on own something to release. */
       pts__loop_perform_checkpoint(a->loop);
-      pts_value_release(v);
+      if (v.kind >= PTS_VALUE_BOX) pts_value_release(v);
       pts__node_put(x);
       return;
     }

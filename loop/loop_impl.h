@@ -117,8 +117,10 @@ struct pts_loop {
   _Atomic(pts__wake_fn) wake_fn;
   _Atomic(void *) wake_ctx;
 
-  /* Owner-thread part. */
-  bool closing;
+  /* Owner-thread part, from the next line: producers read wake_fn on every
+   * post, and the owner writes next_order and the step's bookkeeping on
+   * every task. */
+  _Alignas(64) bool closing;
   bool inbox_more; /* the last inbox drain stopped at its batch limit */
   bool virtual_clock;
   uint32_t starvation_limit;
