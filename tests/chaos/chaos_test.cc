@@ -1,15 +1,20 @@
 // tests/chaos/chaos_test.cc: concurrent chaos on a worker pool. Producer
 // threads do random cross-thread operations on random agents while the pool
 // runs: postTask with every option (priority, remote controller of this or of
-// another agent, delay, reply_to), ordinary task posts, aborts with reasons,
+// another agent, delay, reply_to) and plain (a priority only: no done
+// callback, run in place when the agent has nothing else; docs/agents.md
+// "Hot paths"), ordinary task posts, aborts with reasons,
 // setPriority (valid and invalid), remote controller creation, and agent
 // destruction (with or without waiting) followed by a replacement agent.
-// Tasks that run post again from the agent's thread to another agent.
+// Tasks that run post again from the agent's thread to another agent. Agent
+// slot 0 lives alone on a pool of its own thread (the polls that leave its
+// inbox to the in-place run), the others share a 2-thread pool.
 //
 // Exactly-once accounting for every operation, checked after the pool shuts
 // down: a call that failed never calls back; one that succeeded calls its
-// callback once and its done once, with consistent statuses (a task that ran
-// is never reported aborted; its result is its own id unless reply_to closed).
+// callback once and its done once (a plain post: no done), with consistent
+// statuses (a task that ran is never reported aborted; its result is its own
+// id unless reply_to closed).
 //
 // Not covered: agent migration (the API has none yet, issue 13 part 4).
 //
@@ -75,6 +80,7 @@ struct Ticket {
   std::atomic<int> done_calls{0}, done_status{1};
   std::atomic<int64_t> done_value{-1};
   std::atomic<int> reply{0};  // posted with reply_to
+  std::atomic<int> plain{0};  // posted with no done callback, controller or delay
   pts_agent *target = nullptr;  // the agent it was posted to
 };
 
@@ -107,7 +113,9 @@ struct Chaos {
   std::mutex graveyard_mu;  // handles replaced by destroy, unref'd at the end
   std::vector<pts_agent *> dead_agents;
   std::vector<pts_remote_controller *> dead_ctrls;
-  pts_pool *pool = nullptr;
+  pts_pool *pool = nullptr;  // agent slots 1..kAgents-1
+  pts_pool *solo = nullptr;  // agent slot 0, alone on its thread
+  pts_pool *pool_of(int slot) { return slot == 0 ? solo : pool; }
   std::atomic<uint64_t> ops{0}, destroys{0}, refused{0};
   // Posted and not yet done: producers wait above a bound, so operations
   // meet tasks queued or running rather than a backlog far ahead.
@@ -174,6 +182,8 @@ pts_value TaskCb(void *data, int status) {
   auto *t = static_cast<Ticket *>(data);
   t->cb_status.store(status);
   t->cb_calls.fetch_add(1);
+  // A plain post is over with its callback (no done follows).
+  if (t->plain.load()) t->c->outstanding.fetch_sub(1);
   if (status != 0) return pts_undefined();
   // One task in four posts again, from this agent's thread, to another agent.
   Xor r{0x9E3779B97F4A7C15ull ^ (uint64_t)t->id * 0x100000001B3ull};
@@ -196,6 +206,20 @@ void Chaos::post(Xor &r, Ticket *t, int to, pts_agent *reply_to) {
   pts_agent_post_options o = PTS_AGENT_POST_OPTIONS_INIT;
   unsigned pr = r.pick(5);
   o.priority = pr < 3 ? (int)pr : PTS_PRIORITY_UNSET;
+  // Plain: one post in three, and every post to slot 0 (see Producer).
+  bool plain = reply_to == nullptr && (to == 0 || r.pick(3) == 0);
+  if (plain) {
+    t->plain.store(1);
+    t->target = a;
+    outstanding.fetch_add(1);
+    if (pts_agent_post_task(a, &o, TaskCb, t, nullptr, nullptr, nullptr) == 0) {
+      t->posted.store(1);
+    } else {
+      outstanding.fetch_sub(1);
+      refused.fetch_add(1);
+    }
+    return;
+  }
   if (r.pick(16) == 0) o.delay_ms = 1;
   if (r.pick(2)) {
     // Mostly this agent's controllers; sometimes another's (PTS_EFOREIGN).
@@ -221,11 +245,15 @@ void Producer(Chaos *c, int me, uint64_t n) {
     while (c->outstanding.load() > 256) std::this_thread::yield();
     int to = (int)r.pick(kAgents);
     unsigned op = r.pick(1000);
+    // Slot 0 gets plain posts and destroys only, so that its inbox is
+    // often plain posts alone: the in-place run, racing the destroys.
+    if (to == 0 && op >= 550 && op < 996) op = 0;
     if (op < 550) {
       Ticket *t = c->new_ticket();
       if (!t) continue;
-      pts_agent *reply = r.pick(4) == 0 ? c->agents[r.pick(kAgents)].load()
-                                        : nullptr;
+      pts_agent *reply = to != 0 && r.pick(4) == 0
+                             ? c->agents[1 + r.pick(kAgents - 1)].load()
+                             : nullptr;
       c->post(r, t, to, reply);
     } else if (op < 650) {
       Call *k = c->new_call();
@@ -272,7 +300,7 @@ void Producer(Chaos *c, int me, uint64_t n) {
       c->destroys.fetch_add(1);
       pts_agent_options ao = PTS_AGENT_OPTIONS_INIT;
       pts_agent *fresh;
-      ASSERT_EQ(0, pts_agent_new(c->pool, &ao, &fresh));
+      ASSERT_EQ(0, pts_agent_new(c->pool_of(to), &ao, &fresh));
       pts_remote_controller *nc[kControllersPerAgent];
       for (int k = 0; k < kControllersPerAgent; k++)
         ASSERT_EQ(0, pts_remote_controller_new_async(fresh, k == 0 ? -1 : k,
@@ -297,10 +325,12 @@ TEST(Chaos, ExactlyOnceUnderRandomCrossThreadOperations) {
   po.seed = 1;
   po.slot_ns = 0;
   ASSERT_EQ(0, pts_pool_new(&po, &c.pool));
+  po.threads = 1;
+  ASSERT_EQ(0, pts_pool_new(&po, &c.solo));
   for (int a = 0; a < kAgents; a++) {
     pts_agent_options ao = PTS_AGENT_OPTIONS_INIT;
     pts_agent *ag;
-    ASSERT_EQ(0, pts_agent_new(c.pool, &ao, &ag));
+    ASSERT_EQ(0, pts_agent_new(c.pool_of(a), &ao, &ag));
     c.agents[a].store(ag);
     for (int k = 0; k < kControllersPerAgent; k++) {
       pts_remote_controller *rc;
@@ -315,11 +345,12 @@ TEST(Chaos, ExactlyOnceUnderRandomCrossThreadOperations) {
     ps.emplace_back(Producer, &c, i, total / kProducers);
   for (auto &t : ps) t.join();
   ASSERT_EQ(0, pts_pool_shutdown(c.pool));
+  ASSERT_EQ(0, pts_pool_shutdown(c.solo));
   double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
 
-  uint64_t posted = 0, ran = 0, aborted = 0, released = 0;
+  uint64_t posted = 0, ran = 0, aborted = 0, released = 0, plain = 0, plain_ran = 0;
   uint32_t nt = std::min<uint32_t>(c.next_ticket.load(),
                                    (uint32_t)c.tickets.size());
   for (uint32_t i = 0; i < nt; i++) {
@@ -331,6 +362,15 @@ TEST(Chaos, ExactlyOnceUnderRandomCrossThreadOperations) {
     }
     posted++;
     ASSERT_EQ(1, t.cb_calls.load()) << "ticket " << i;
+    if (t.plain.load()) {
+      // Run, or released by a destroy; never aborted (no signal).
+      plain++;
+      ASSERT_EQ(0, t.done_calls.load()) << "ticket " << i;
+      int cs = t.cb_status.load();
+      ASSERT_TRUE(cs == 0 || cs == PTS_ECANCELED) << "ticket " << i << " status " << cs;
+      if (cs == 0) ran++, plain_ran++; else released++;
+      continue;
+    }
     ASSERT_EQ(1, t.done_calls.load()) << "ticket " << i;
     int cs = t.cb_status.load(), ds = t.done_status.load();
     if (cs == 0) {
@@ -382,15 +422,18 @@ TEST(Chaos, ExactlyOnceUnderRandomCrossThreadOperations) {
          "released with their agent)\n",
          (unsigned long long)locals, (unsigned long long)handled);
   printf("chaos: %llu operations by %d producers in %.2f s; %llu tasks posted "
-         "(ran %llu, aborted %llu, released by destroy %llu), %llu refused, "
+         "(%llu plain, of which %llu ran; ran %llu, aborted %llu, released by "
+         "destroy %llu), %llu refused, "
          "%llu task/abort/setPriority callbacks, %llu agents destroyed\n",
          (unsigned long long)c.ops.load(), kProducers, secs,
-         (unsigned long long)posted, (unsigned long long)ran,
+         (unsigned long long)posted, (unsigned long long)plain,
+         (unsigned long long)plain_ran, (unsigned long long)ran,
          (unsigned long long)aborted, (unsigned long long)released,
          (unsigned long long)c.refused.load(), (unsigned long long)calls,
          (unsigned long long)c.destroys.load());
   EXPECT_GT(ran, 0u);
   EXPECT_GT(aborted, 0u);
+  EXPECT_GT(plain_ran, 0u);
 
   for (int a = 0; a < kAgents; a++) {
     pts_agent_unref(c.agents[a].load());
