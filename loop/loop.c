@@ -697,21 +697,30 @@ static inline bool inbox_is_next(pts_loop *loop) {
          (loop->prov == NULL || loop->prov->peek(loop->prov_ctx, &order) < 0);
 }
 
+/* The urgency class (PTS__URGENCY_*) of a pick (loop->last_pick's values). */
+static int urgency_of_pick(unsigned p) {
+  return p >= LAST_PICK_CLASS ? urgency_of((int)(p - LAST_PICK_CLASS))
+                              : urgency_of_priority((int)p - 1);
+}
+
 /* The cross-thread hot path (docs/loop.md): takes commands from the
  * inbox. A message task posted from another thread for an active global
  * runs at once, exactly as if it had been queued and then picked as the
  * only runnable task (it takes its enqueue order all the same), and so does
- * any command the loop's command runner runs; with `burst`, the next ones
- * follow while the inbox is all the work there is. Any other command is
- * applied as the drain would, and ends the run. Returns 2 if a task ran
- * (loop->last_pick says which), else 1 if a command was applied, 0 if no
- * command was complete. The caller has checked inbox_is_next(). */
-static int inbox_run(pts_loop *loop, bool burst) {
-  int r = 0, pick = LAST_PICK_CLASS + CLS_FIFO;
+ * any command the loop's command runner runs; up to `max` tasks follow one
+ * another this way while the inbox is all the work there is. Any other
+ * command is applied as the drain would, and ends the run (*applied). With
+ * `counts`, counts[u] is incremented for each task by its urgency class u.
+ * Returns the tasks run (loop->last_pick says what the last one was). The
+ * caller has checked inbox_is_next(). */
+static uint32_t inbox_run(pts_loop *loop, uint32_t max, uint32_t *counts, bool *applied) {
+  uint32_t n = 0;
+  int pick = LAST_PICK_CLASS + CLS_FIFO;
+  *applied = false;
   for (;;) {
-    pts__mpsc_node *n = pts__mpsc_pop(&loop->inbox);
-    if (n == NULL) break;
-    pts__command *c = container_of(n, pts__command, node);
+    pts__mpsc_node *node = pts__mpsc_pop(&loop->inbox);
+    if (node == NULL) break;
+    pts__command *c = container_of(node, pts__command, node);
     pts__task *t = NULL;
     if (c->fn == xreq_cmd)
       t = &container_of(c, xreq, cmd)->t;
@@ -721,7 +730,7 @@ static int inbox_run(pts_loop *loop, bool burst) {
       int ran = t == NULL && loop->run_command != NULL ? loop->run_command(c) : 0;
       if (ran == 0) {
         c->fn(c, 0);
-        if (r == 0) r = 1;
+        *applied = true;
         break;
       }
       pick = ran;
@@ -733,17 +742,17 @@ static int inbox_run(pts_loop *loop, bool burst) {
       t->fn(t->data, 0);
       pts__script_leave(loop);
     }
-    r = 2;
-    if (!burst || atomic_load_explicit(&loop->stop_requested, memory_order_relaxed) ||
+    if (counts != NULL) counts[urgency_of_pick((unsigned)pick)]++;
+    if (++n == max || atomic_load_explicit(&loop->stop_requested, memory_order_relaxed) ||
         !inbox_is_next(loop))
       break;
   }
-  if (r == 2) {
+  if (n > 0) {
     loop->last_pick = (uint8_t)pick;
     loop->streak = 0; /* a pick with no other class waiting */
   }
   loop->inbox_more = pts__mpsc_maybe_nonempty(&loop->inbox);
-  return r;
+  return n;
 }
 
 /* Nothing but the provider's queues can have work for the next pick: no
@@ -779,14 +788,15 @@ static int step(pts_loop *loop, bool may_start_idle, bool burst) {
     if (inbox_is_next(loop)) {
       /* With `burst`, as for the provider below: while the inbox is all the
        * work there is, the next iterations would take this path too. */
-      int r = inbox_run(loop, burst);
-      if (r == 2) return DID_WORK | DID_TASK;
-      /* r == 0: a producer between its two push steps. With a command
-       * runner, its command is left to the next step's in-place path: a
-       * drain now would queue it and whatever was linked meanwhile, and the
-       * runner's commands would then be queued for as long as the stream
-       * keeps the inbox busy. Without one, the drain takes it this step. */
-      if (r == 1)
+      bool applied;
+      if (inbox_run(loop, burst ? UINT32_MAX : 1, NULL, &applied) > 0)
+        return DID_WORK | DID_TASK;
+      /* Nothing applied: a producer between its two push steps. With a
+       * command runner, its command is left to the next step's in-place
+       * path: a drain now would queue it and whatever was linked meanwhile,
+       * and the runner's commands would then be queued for as long as the
+       * stream keeps the inbox busy. Without one, the drain takes it. */
+      if (applied)
         did |= DID_WORK;
       else if (loop->run_command != NULL)
         drain = false;
@@ -976,6 +986,19 @@ int pts__loop_step(pts_loop *loop) {
   return (did & DID_TASK) ? 1 : 0;
 }
 
+uint32_t pts__loop_run_inbox(pts_loop *loop, uint32_t max, uint32_t *counts) {
+  if (max == 0 || !pts__mpsc_maybe_nonempty(&loop->inbox) || !inbox_is_next(loop)) return 0;
+  bool applied;
+  loop->script_depth = 0;
+  uint32_t n = inbox_run(loop, max, counts, &applied);
+  /* A command applied instead: the rest follow it in the same pass, as in
+   * a step (the pass's depth is a statistic of the agents layer). */
+  if (n == 0 && applied) drain_inbox(loop, 1);
+  loop->script_depth = 1;
+  if (loop->inbox_more) wake_owner(loop); /* protocol step 4 */
+  return n;
+}
+
 uint64_t pts__loop_next_deadline(pts_loop *loop) {
   return pts__timers_next_deadline(loop);
 }
@@ -988,11 +1011,7 @@ uint32_t pts__loop_take_drained_max(pts_loop *loop) {
   return n;
 }
 
-int pts__loop_last_urgency(const pts_loop *loop) {
-  unsigned p = loop->last_pick;
-  return p >= LAST_PICK_CLASS ? urgency_of((int)(p - LAST_PICK_CLASS))
-                              : urgency_of_priority((int)p - 1);
-}
+int pts__loop_last_urgency(const pts_loop *loop) { return urgency_of_pick(loop->last_pick); }
 
 int pts_loop_advance(pts_loop *loop, uint64_t delta_ns) {
   if (loop == NULL) return PTS_EINVAL;

@@ -243,7 +243,8 @@ enum {
   PTS__URGENCY_LOW,      /* scheduler effective priority 0-1 */
   PTS__URGENCY_FIFO,     /* timers, messages, generic, effective priority 2 */
   PTS__URGENCY_HIGH,     /* scheduler effective priority >= 3 */
-  PTS__URGENCY_INPUT     /* user input */
+  PTS__URGENCY_INPUT,    /* user input */
+  PTS__URGENCY_COUNT
 };
 
 /* Applies pending inbox commands and fires due timers (no task runs), then
@@ -255,6 +256,15 @@ int pts__loop_poll(pts_loop *loop, bool leave_inbox);
 /* Runs at most one task and its microtask checkpoint (after the same inbox
  * and timer steps). Returns 1 if a task ran. */
 int pts__loop_step(pts_loop *loop);
+/* As pts__loop_step, for a caller with no other loop to turn to between
+ * tasks: while the inbox is all the work there is, up to max of its
+ * commands run in place in a row (the loop's message tasks and the command
+ * runner's), one task each. counts[u] (PTS__URGENCY_COUNT entries) is
+ * incremented for each task by its urgency class u. Returns the tasks run:
+ * 0 when the inbox is not all the work, or when its next command is not
+ * one to run in place (then it is applied with the rest, as a step does);
+ * pts__loop_step is then the way on. */
+uint32_t pts__loop_run_inbox(pts_loop *loop, uint32_t max, uint32_t *counts);
 /* The urgency class (PTS__URGENCY_*) of the task the last step ran, or
  * PTS__URGENCY_NONE if it ran none: the class of each task, for statistics,
  * without a poll after every step. */

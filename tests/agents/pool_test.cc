@@ -589,16 +589,19 @@ TEST_F(PoolTest, PlainPostsToAnAgentAloneRunInPlaceAndAreCounted) {
   }
   // Attached and idle first: the poll that attaches the agent drains.
   ASSERT_EQ(0, pts_agent_drain(a));
+  pts_agent_post_options ub = PTS_AGENT_POST_OPTIONS_INIT;
+  ub.priority = PTS_PRIORITY_USER_BLOCKING;
   for (int i = 0; i < n; i++)
-    ASSERT_EQ(0, pts_agent_post_task(a, nullptr, log_task, &t[i], nullptr, nullptr, nullptr));
+    ASSERT_EQ(0, pts_agent_post_task(a, &ub, log_task, &t[i], nullptr, nullptr, nullptr));
   ASSERT_TRUE(wait_until([&] { return log.ran.load() == n; }));
   EXPECT_EQ(want, log.Ids());
   EXPECT_EQ(static_cast<uint64_t>(n), ran_in_place(a));
   EXPECT_EQ(static_cast<uint64_t>(n), pts_test_agent_posts(a, 0));
   pts_agent_stats st;
   ASSERT_EQ(0, pts_agent_get_stats(a, &st));
-  EXPECT_EQ(static_cast<uint64_t>(n) + 1, st.tasks_run[PTS_CLASS_FIFO]);  // + the probe
-  EXPECT_EQ(0u, st.tasks_run[PTS_CLASS_LOW] + st.tasks_run[PTS_CLASS_HIGH]);
+  EXPECT_EQ(static_cast<uint64_t>(n), st.tasks_run[PTS_CLASS_HIGH]);
+  EXPECT_EQ(1u, st.tasks_run[PTS_CLASS_FIFO]);  // the probe
+  EXPECT_EQ(0u, st.tasks_run[PTS_CLASS_LOW]);
   uint64_t hist = 0;
   for (uint64_t h : st.delay_hist) hist += h;
   EXPECT_EQ(static_cast<uint64_t>(n), hist);

@@ -233,4 +233,41 @@ TEST(PoolHooks, TheCommandRunnerRunsACommandOnlyWhenNothingElseIsRunnable) {
   EXPECT_EQ(0, pts_loop_free(l));
 }
 
+// The inbox run of a pool thread with one loop: up to max commands run in
+// place in one call, each counted by its class; nothing when another task is
+// ready; a declined command is applied together with the rest.
+TEST(PoolHooks, RunInboxRunsUpToMaxInPlaceAndCountsThemByClass) {
+  pts_loop *l = new_loop();
+  Hook h;
+  ASSERT_EQ(0, pts__loop_pool_attach(l, Hook::fn, &h));
+  pts__loop_set_command_runner(l, rcmd_runner);
+  std::vector<std::string> log;
+  RCmd c[5] = {{{}, 1, true, &log}, {{}, 2, true, &log}, {{}, 3, true, &log},
+               {{}, 4, false, &log}, {{}, 5, true, &log}};
+  for (RCmd &r : c) r.cmd.fn = rcmd_apply;
+  std::atomic<int> ran{0};
+  pts_global *g = pts_loop_default_global(l);
+  ASSERT_EQ(0, pts_queue_task_from_any_thread(g, PTS_SOURCE_MESSAGE, count, &ran));
+  for (int i = 0; i < 3; i++) pts__loop_send_from_any_thread(l, &c[i].cmd);
+  uint32_t counts[PTS__URGENCY_COUNT] = {0};
+  EXPECT_EQ(3u, pts__loop_run_inbox(l, 3, counts));
+  EXPECT_EQ(1, ran.load());
+  EXPECT_EQ(1u, counts[PTS__URGENCY_FIFO]);  // the message task
+  EXPECT_EQ(2u, counts[PTS__URGENCY_HIGH]);  // the runner's pick
+  EXPECT_EQ(PTS__URGENCY_HIGH, pts__loop_last_urgency(l));
+  EXPECT_EQ(0u, pts__loop_run_inbox(l, 0, counts));
+  ASSERT_EQ(0, pts_queue_task(g, PTS_SOURCE_GENERIC, count, &ran));
+  EXPECT_EQ(0u, pts__loop_run_inbox(l, 8, counts));  // a task is ready
+  EXPECT_EQ(1, pts__loop_step(l));                   // which drains the inbox
+  EXPECT_EQ(2, ran.load());
+  EXPECT_EQ(0u, pts__loop_run_inbox(l, 8, counts));  // empty
+  pts__loop_send_from_any_thread(l, &c[3].cmd);
+  pts__loop_send_from_any_thread(l, &c[4].cmd);
+  EXPECT_EQ(0u, pts__loop_run_inbox(l, 8, counts));
+  EXPECT_EQ(log, (std::vector<std::string>{"run 1", "run 2", "apply 3", "apply 4", "apply 5"}));
+  EXPECT_EQ(2u, counts[PTS__URGENCY_HIGH]);
+  pts__loop_pool_detach(l);
+  EXPECT_EQ(0, pts_loop_free(l));
+}
+
 }  // namespace
