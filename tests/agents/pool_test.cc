@@ -500,7 +500,7 @@ struct RunLog {
   std::string Ids() {
     std::lock_guard<std::mutex> g(mu);
     std::string r;
-    for (size_t i = 0; i < ids.size(); i++) r += (i ? "," : "") + ids[i];
+    for (const std::string &id : ids) r += (r.empty() ? "" : ",") + id;
     return r;
   }
 };
@@ -521,17 +521,12 @@ pts_value log_task(void *data, int status) {
 // The tasks a's scheduler ran in place so far (pts__scheduler_run_now), read
 // on a's thread.
 uint64_t ran_in_place(pts_agent *a) {
-  struct Probe {
-    pts_agent *a;
-    std::atomic<uint64_t> n{0};
-  } probe{a, {0}};
-  EXPECT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_GENERIC, [](void *d, int status) {
-    auto *p = static_cast<Probe *>(d);
+  std::atomic<uint64_t> n{0};
+  on_agent_thread(a, [&] {
     pts__sched_stats st{};
-    if (status == 0 && pts__sched_get_stats(pts_agent_loop(p->a), &st) == 0) p->n.store(st.ran_now);
-  }, &probe));
-  EXPECT_EQ(0, pts_agent_drain(a));
-  return probe.n.load();
+    if (pts__sched_get_stats(pts_agent_loop(a), &st) == 0) n.store(st.ran_now);
+  });
+  return n.load();
 }
 
 // A plain post runs in place only while no command that would outrank it

@@ -103,16 +103,9 @@ struct Ring {
 void ignore_status(void *, int) {}
 
 uint64_t take_order(pts_agent *a) {
-  struct Probe {
-    pts_agent *a;
-    std::atomic<uint64_t> order{0};
-  } probe{a, {0}};
-  EXPECT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_GENERIC, [](void *d, int status) {
-    auto *p = static_cast<Probe *>(d);
-    if (status == 0) p->order.store(pts_test_take_order(pts_agent_loop(p->a)));
-  }, &probe));
-  EXPECT_EQ(0, pts_agent_drain(a));
-  return probe.order.load();
+  std::atomic<uint64_t> order{0};
+  on_agent_thread(a, [&] { order.store(pts_test_take_order(pts_agent_loop(a))); });
+  return order.load();
 }
 
 // Thread X aborts controllers while the target's thread starts their tasks.

@@ -133,6 +133,16 @@ inline pts_value return_int(void *data, int status) {
   return pts_int(*static_cast<int64_t *>(data));
 }
 
+// Runs f on a's thread, as an ordinary task, and returns once a has
+// drained (so f has run, unless a is closed). For reading what only the
+// agent's thread may read.
+inline void on_agent_thread(pts_agent *a, const std::function<void()> &f) {
+  EXPECT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_GENERIC, [](void *d, int status) {
+    if (status == 0) (*static_cast<const std::function<void()> *>(d))();
+  }, const_cast<std::function<void()> *>(&f)));
+  EXPECT_EQ(0, pts_agent_drain(a));
+}
+
 // A task that blocks its agent's thread until released.
 struct Blocker {
   std::atomic<bool> started{false};
