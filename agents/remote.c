@@ -427,59 +427,74 @@ static pts_value xtask_call(xtask *x, int status) {
   return v;
 }
 
-/* The task itself (direct-callback form of postTask). */
-static void xtask_run(void *d, int status) {
-  xtask *x = d;
-  pts_agent *a = x->agent;
-  if (status == 0) {
-    uint64_t now = pts__stat_now_ns();
-    pts__agent_record_delay(a, now > x->due_ns ? now - x->due_ns : 0);
-    /* The scheduler runs this as script already (xtask_call would nest). */
-    pts_value v = x->cb(x->data, 0);
-    if (!x->extras && v.kind != PTS_VALUE_PROMISE) {
-      /* A plain post: nobody waits for the result (deliver() without done).
-       * Only the kinds from BOX on own something to release. */
-      pts__loop_perform_checkpoint(a->loop);
-      if (v.kind >= PTS_VALUE_BOX) pts_value_release(v);
-      pts__node_put(x);
-      return;
-    }
-    /* As postTask's result promise: the callback's microtasks run before
-     * the outcome is settled (the scheduler called this task as script, so
-     * the clean-up is done here), and an abort they cause wins. */
-    pts__loop_perform_checkpoint(a->loop);
-    if (x->extras && x->signal != NULL && pts_signal_aborted(x->signal) &&
-        v.kind != PTS_VALUE_PROMISE) {
+/* The callback's value v of a task that ran, once its microtasks have run:
+ * the outcome for done, an abort they caused, or the adoption of a returned
+ * promise. Out of line, so the plain post's path in xtask_run stays a small
+ * function (its prologue saved nine registers for this code's sake). */
+static __attribute__((noinline)) void xtask_settle(xtask *x, pts_value v) {
+  if (x->extras && x->signal != NULL && pts_signal_aborted(x->signal) &&
+      v.kind != PTS_VALUE_PROMISE) {
+    pts_value_release(v);
+    deliver(x, PTS_EABORT, pts_value_copy(pts_signal_reason(x->signal)));
+    return;
+  }
+  if (v.kind == PTS_VALUE_PROMISE) {
+    adopt *ad = pts__malloc(sizeof *ad);
+    if (ad != NULL) {
+      ad->x = x;
+      ad->delivered = false;
+      int r = pts_promise_then(v.u.promise, adopt_fulfilled, adopt_rejected, ad,
+                               adopt_cleanup, NULL);
       pts_value_release(v);
-      deliver(x, PTS_EABORT, pts_value_copy(pts_signal_reason(x->signal)));
-      return;
-    }
-    if (v.kind == PTS_VALUE_PROMISE) {
-      adopt *ad = pts__malloc(sizeof *ad);
-      if (ad != NULL) {
-        ad->x = x;
-        ad->delivered = false;
-        int r = pts_promise_then(v.u.promise, adopt_fulfilled, adopt_rejected, ad,
-                                 adopt_cleanup, NULL);
-        pts_value_release(v);
-        if (r != 0) {
-          pts__free(ad);
-          deliver(x, r, pts_error_value(r, NULL));
-        }
-        return;
+      if (r != 0) {
+        pts__free(ad);
+        deliver(x, r, pts_error_value(r, NULL));
       }
-      pts_value_release(v);
-      deliver(x, PTS_ENOMEM, pts_error_value(PTS_ENOMEM, NULL));
       return;
     }
-    deliver(x, v.kind == PTS_VALUE_ERROR ? PTS_EERROR : 0, v);
-  } else if (status == PTS_EABORT) { /* only with a controller (extras) */
+    pts_value_release(v);
+    deliver(x, PTS_ENOMEM, pts_error_value(PTS_ENOMEM, NULL));
+    return;
+  }
+  deliver(x, v.kind == PTS_VALUE_ERROR ? PTS_EERROR : 0, v);
+}
+
+/* A task that does not run: aborted (only with a controller, so extras) or
+ * released with the agent. */
+static __attribute__((noinline)) void xtask_refuse(xtask *x, int status) {
+  if (status == PTS_EABORT) {
     pts_value_release(xtask_call(x, PTS_EABORT));
     deliver(x, PTS_EABORT, pts_value_copy(pts_signal_reason(x->signal)));
   } else {
     pts_value_release(xtask_call(x, PTS_ECANCELED));
     deliver(x, PTS_ECLOSED, pts_error_value(PTS_ECLOSED, "agent destroyed"));
   }
+}
+
+/* The task itself (direct-callback form of postTask). */
+static void xtask_run(void *d, int status) {
+  xtask *x = d;
+  if (status != 0) {
+    xtask_refuse(x, status);
+    return;
+  }
+  pts_agent *a = x->agent;
+  uint64_t now = pts__stat_now_ns();
+  pts__agent_record_delay(a, now > x->due_ns ? now - x->due_ns : 0);
+  /* The scheduler runs this as script already (xtask_call would nest). */
+  pts_value v = x->cb(x->data, 0);
+  /* As postTask's result promise: the callback's microtasks run before the
+   * outcome is settled (the scheduler called this task as script, so the
+   * clean-up is done here), and an abort they cause wins. */
+  pts__loop_perform_checkpoint(a->loop);
+  if (x->extras || v.kind == PTS_VALUE_PROMISE) {
+    xtask_settle(x, v);
+    return;
+  }
+  /* A plain post: nobody waits for the result (deliver() without done).
+   * Only the kinds from BOX on own something to release. */
+  if (v.kind >= PTS_VALUE_BOX) pts_value_release(v);
+  pts__node_put(x);
 }
 
 /* A post's rank (agents_impl.h): a plain post ranks as its priority. */
