@@ -90,6 +90,15 @@ uint64_t rb_now_ns(void);
 void rb_spin_ns(uint64_t ns);
 /* Sleeps ns nanoseconds (restarted after a signal). */
 void rb_sleep_ns(uint64_t ns);
+/* Marks the first of the fields a stream's consuming thread writes on every
+ * task (its counters): they start a cache line of their own, and the struct
+ * ends on a line boundary, so nothing the posting thread reads shares a line
+ * with them. Without it the poster's per-post read of the run's length next
+ * to the consumer's count moved that line between the cores on every task:
+ * the harness's own false sharing, which made crossthread.post 1.6x slower
+ * (docs/benchmarks.md, "How it measures"). Every cross-thread stream uses
+ * it, ours and the peers' alike. */
+#define RB_CONSUMER_SIDE _Alignas(64)
 /* Waits until *ready is set by a consumer thread about to enter its loop,
  * then 1 ms more so it parks: the first post then measures a wake-up. */
 void rb_wait_ready(atomic_int *ready);

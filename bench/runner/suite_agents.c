@@ -63,13 +63,16 @@ static void policy_key(char *buf, size_t size, int policy) {
 
 typedef struct axt {
   pts_agent *a, *b;
-  size_t n, count;
-  uint64_t start, end;
+  size_t n;
   sem_t done;
   int fail;
-  /* The stream's consumer (the pool thread): its allocation counter at its
-   * first task, and the bytes allocated from there to its last (-1: no
-   * counter). */
+  /* The consumer's (the pool thread's) own lines: it writes count on every
+   * task, so nothing the poster reads may share them (RB_CONSUMER_SIDE,
+   * harness.h). */
+  RB_CONSUMER_SIDE size_t count;
+  uint64_t start, end;
+  /* Its allocation counter at its first task, and the bytes allocated from
+   * there to its last (-1: no counter). */
   const volatile uint64_t *c_ap;
   uint64_t c_alloc0;
   double c_alloc;
@@ -111,9 +114,10 @@ static double s_agent_stream(void *arg) {
   o.priority = PTS_PRIORITY_USER_VISIBLE;
   const volatile uint64_t *ap = rb_thread_allocatedp();
   uint64_t a0 = ap ? *ap : 0;
+  size_t n = x.n; /* the poster reads nothing of x's in its loop */
   uint64_t t0 = rb_now_ns();
   size_t i = 0;
-  for (; i < x.n; i++) {
+  for (; i < n; i++) {
     int rc = g->post_task
                  ? pts_agent_post_task(g->a, &o, axt_cb, &x, NULL, NULL, NULL)
                  : pts_agent_queue_task(g->a, PTS_SOURCE_MESSAGE, axt_task, &x);

@@ -282,10 +282,12 @@ void rb_suite_throughput(rb_ctx *ctx) {
 typedef struct xt {
   pts_loop *loop;
   pts_global *g;
-  size_t n, count;
+  size_t n;
+  atomic_int ready;
+  /* The consumer's own lines (RB_CONSUMER_SIDE): its count, on every task. */
+  RB_CONSUMER_SIDE size_t count;
   uint64_t end;
   long csw; /* voluntary context switches of the consumer during the run */
-  atomic_int ready;
   /* The consumer's allocation counter, read at its first and last task. */
   const volatile uint64_t *c_ap;
   uint64_t c_alloc0;
@@ -348,12 +350,15 @@ static double s_xt_post(void *arg) {
     rb_wait_ready(&x.ready);
     const volatile uint64_t *ap = rb_thread_allocatedp();
     uint64_t a0 = ap ? *ap : 0;
+    /* The poster reads nothing of x's in its loop. */
+    size_t n = x.n;
+    pts_global *g = x.g;
     uint64_t t0 = rb_now_ns();
-    for (size_t i = 0; i < x.n; i++) {
+    for (size_t i = 0; i < n; i++) {
       int rc = a->cached
-                   ? pts_queue_task_from_any_thread(x.g, PTS_SOURCE_MESSAGE, xt_task, &x)
-                   : pts_queue_task_req_from_any_thread(x.g, PTS_SOURCE_MESSAGE,
-                                                        &reqs[i], xt_task, &x);
+                   ? pts_queue_task_from_any_thread(g, PTS_SOURCE_MESSAGE, xt_task, &x)
+                   : pts_queue_task_req_from_any_thread(g, PTS_SOURCE_MESSAGE, &reqs[i],
+                                                        xt_task, &x);
       if (rc != 0) break;
     }
     double p_alloc = alloc_since(ap, a0); /* the producer's posts */
