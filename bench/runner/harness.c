@@ -162,17 +162,24 @@ void rb_target_from(rb_ctx *ctx, const char *key, const char *from) {
   snprintf(m->target_from, sizeof m->target_from, "%s", from);
 }
 
-rb_metric *rb_ratio_target(rb_ctx *ctx, const char *ratio_key,
-                           const char *num_key, const char *den_key,
-                           double target, const char *text, const char *from) {
+rb_metric *rb_ratio_info(rb_ctx *ctx, const char *ratio_key, const char *num_key,
+                         const char *den_key) {
   rb_metric *a = rb_find(ctx, num_key), *b = rb_find(ctx, den_key);
   double r;
   if (a == NULL || b == NULL || rb_ratio(a->sum.median, b->sum.median, &r) != 0)
     return NULL;
   rb_metric *m = rb_record(ctx, ratio_key, "ratio", RB_INFO, &r, 1);
+  rb_note(ctx, ratio_key, "median of %s over median of %s, same run", num_key, den_key);
+  return m;
+}
+
+rb_metric *rb_ratio_target(rb_ctx *ctx, const char *ratio_key,
+                           const char *num_key, const char *den_key,
+                           double target, const char *text, const char *from) {
+  rb_metric *m = rb_ratio_info(ctx, ratio_key, num_key, den_key);
+  if (m == NULL) return NULL;
   rb_target(ctx, ratio_key, target, text);
   rb_target_from(ctx, ratio_key, from);
-  rb_note(ctx, ratio_key, "median of %s over median of %s, same run", num_key, den_key);
   return m;
 }
 

@@ -145,11 +145,15 @@ void rb_compare(rb_ctx *ctx, const char *key, const char *floor_key, ...);
 void rb_target(rb_ctx *ctx, const char *key, double target, const char *text);
 /* Where key's target comes from, shown in the report's targets table. */
 void rb_target_from(rb_ctx *ctx, const char *key, const char *from);
-/* A ratio target: registers ratio_key, an info figure (unit "ratio") equal to
- * the median of num_key over the median of den_key (both from this run), with
- * the target "<= target" described by text, from `from`, and a note naming
- * the two figures. Returns the metric, or NULL when either figure is missing
- * (then nothing is registered: the target is not judged on made-up data). */
+/* A ratio: registers ratio_key, an info figure (unit "ratio") equal to the
+ * median of num_key over the median of den_key (both from this run), with a
+ * note naming the two figures. Returns the metric, or NULL when either figure
+ * is missing (then nothing is registered). */
+rb_metric *rb_ratio_info(rb_ctx *ctx, const char *ratio_key, const char *num_key,
+                         const char *den_key);
+/* A ratio target: rb_ratio_info, with the target "<= target" described by
+ * text, from `from` (a missing figure registers nothing: the target is not
+ * judged on made-up data). */
 rb_metric *rb_ratio_target(rb_ctx *ctx, const char *ratio_key,
                            const char *num_key, const char *den_key,
                            double target, const char *text, const char *from);

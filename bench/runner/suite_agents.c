@@ -214,6 +214,10 @@ void rb_agents_crossthread_part(rb_ctx *ctx) {
     rb_ratio_target(ctx, "crossthread.agent_post_task.x_post",
                     "crossthread.agent_post_task.ns_per_task", "crossthread.post.ns_per_task", 2,
                     "<= 2x the loop's own cross-thread post", "issue 12");
+    /* Against the loop's post with the same allocation model (a block from
+     * the poster's node cache per post): information, no target. */
+    rb_ratio_info(ctx, "crossthread.agent_post_task.x_post_cached",
+                  "crossthread.agent_post_task.ns_per_task", "crossthread.post_cached.ns_per_task");
   } else {
     rb_unavailable_add(ctx, "crossthread.agent_queue", "pool or agent creation failed");
   }
