@@ -36,8 +36,11 @@ typedef struct pts__drain_wait pts__drain_wait;
 #define PTS__GATE_CLOSED (UINT64_C(1) << 63)
 
 /* The rank of a command of this layer: a plain postTask (no done callback,
- * controller or delay) ranks as its priority (pts_priority); every other
- * command ranks above them all. The pool thread runs a plain post in place
+ * controller or delay) ranks as its priority (pts_priority); an ordinary task
+ * of the timer, message or generic source (pts_agent_queue_task) ranks as
+ * user-visible, because its class (FIFO) is that of a user-visible postTask
+ * and the two are picked in enqueue order; every other command ranks above
+ * them all. The pool thread runs a plain post or an ordinary task in place
  * only while no command of a higher rank waits in the inbox (remote.c,
  * docs/agents.md "Hot paths"). */
 enum { PTS__RANK_OTHER = PTS_PRIORITY_COUNT, PTS__RANKS };
@@ -159,6 +162,8 @@ struct pts_agent {
   /* Cross-thread posts accepted by the scheduler / refused as already
    * aborted (for the enqueue-order accounting of the stress tests). */
   _Atomic uint64_t st_posts_enqueued, st_posts_rejected;
+  /* pts_agent_queue_task tasks the pool thread ran in place (for tests). */
+  _Atomic uint64_t st_queued_in_place;
 
   /* Owner, quantized policy (agents/study.h): CPU time used in the current
    * epoch, the level (true: high), and the step guard: the last epoch's

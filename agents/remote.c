@@ -549,26 +549,25 @@ static void xtask_cmd(pts__command *cmd, int status) {
   deliver(x, r, pts_error_value(r, NULL));
 }
 
-/* The loop's command runner (loop_internal.h): the loop has popped cmd with
- * nothing else runnable. A plain post then runs at once, exactly as if it
- * were applied and picked as the only runnable task (it takes its enqueue
- * order all the same), unless a command of a higher rank waits behind it:
- * applied together, that one would be picked first, so then cmd is applied
- * as usual and the drain that follows applies the rest. A higher command
- * whose push this thread has not seen yet is concurrent with this pop, so
- * taking it as posted after the task started is a valid order (one whose
- * push happened before cmd's push is ahead of cmd in the inbox). This skips
- * the scheduler's queue, the selection and the handle; measured in
- * docs/agents.md ("Hot paths"). */
-int pts__agent_run_command(pts__command *cmd) {
-  if (cmd->fn != xtask_cmd) return 0;
-  xtask *x = container_of(cmd, xtask, cmd);
-  pts_agent *a = x->agent;
-  int rank = xtask_rank(x);
+/* Whether a command of that rank, popped with nothing else runnable
+ * (pts__agent_run_command), may run in place: it has a rank below the top,
+ * nothing ranked above it waits, and the default global's scheduler may run
+ * a task now (active, not detached, nothing queued). If so, it counts as
+ * applied. */
+static bool take_in_place(pts_agent *a, int rank) {
   if (rank == PTS__RANK_OTHER || a->sched == NULL || !pts__agent_nothing_above(a, rank) ||
       !pts__scheduler_may_run_now(a->sched))
-    return 0;
+    return false;
   pts__agent_applied(a, rank);
+  return true;
+}
+
+/* A plain post popped with nothing else runnable: it runs at once, as the
+ * scheduler's pick; 0 if it may not. */
+static int xtask_run_now(xtask *x) {
+  pts_agent *a = x->agent;
+  int rank = xtask_rank(x);
+  if (!take_in_place(a, rank)) return 0;
   pts__stat_add(&a->st_posts_enqueued, 1);
   return pts__scheduler_run_now(a->sched, xtask_run, x, rank);
 }
@@ -633,9 +632,15 @@ static void xqueue_run(void *d, int status) {
   fn(data, status);
 }
 
+/* Its rank (agents_impl.h): user input outranks every postTask; the other
+ * sources are the FIFO class, which a user-visible postTask shares. */
+static int xqueue_rank(const xqueue *q) {
+  return q->source == PTS_SOURCE_USER_INPUT ? PTS__RANK_OTHER : PTS_PRIORITY_USER_VISIBLE;
+}
+
 static void xqueue_cmd(pts__command *cmd, int status) {
   xqueue *q = container_of(cmd, xqueue, cmd);
-  pts__agent_applied(q->agent, PTS__RANK_OTHER);
+  pts__agent_applied(q->agent, xqueue_rank(q));
   if (status == 0) {
     pts__task_init(&q->task, pts_loop_default_global(q->agent->loop), xqueue_run, q);
     if (pts__task_queue(&q->task, q->source) == 0) return;
@@ -661,7 +666,41 @@ int pts_agent_queue_task(pts_agent *a, pts_task_source source, pts_task_fn fn,
     pts__node_put(q);
     return PTS_ECLOSED;
   }
-  pts__agent_send(a, &q->cmd, PTS__RANK_OTHER);
+  pts__agent_send(a, &q->cmd, xqueue_rank(q));
   pts__gate_leave(a);
   return 0;
 }
+
+/* An ordinary task popped with nothing else runnable: it runs at once, as
+ * the loop's pick, like a message task of the loop's own inbox (docs/loop.md,
+ * "Processing model"); 0 if it may not. */
+static int xqueue_run_now(xqueue *q) {
+  pts_agent *a = q->agent;
+  if (!take_in_place(a, xqueue_rank(q))) return 0;
+  pts__stat_add(&a->st_queued_in_place, 1);
+  pts_loop *loop = a->loop;
+  (void)pts__loop_take_enqueue_order(loop); /* spec: the task was queued */
+  pts__script_enter(loop);
+  xqueue_run(q, 0);
+  pts__script_leave(loop);
+  return PTS__PICK_ORDINARY_TASK;
+}
+
+/* The loop's command runner (loop_internal.h): the loop has popped cmd with
+ * nothing else runnable. A plain post, or an ordinary task of the timer,
+ * message or generic source, then runs at once, exactly as if it were
+ * applied and picked as the only runnable task (it takes its enqueue order
+ * all the same), unless a command of a higher rank waits behind it: applied
+ * together, that one would be picked first, so then cmd is applied as usual
+ * and the drain that follows applies the rest. A higher command whose push
+ * this thread has not seen yet is concurrent with this pop, so taking it as
+ * posted after the task started is a valid order (one whose push happened
+ * before cmd's push is ahead of cmd in the inbox). This skips the queue (the
+ * scheduler's, or the loop's for an ordinary task), the selection and, for a
+ * post, the handle; measured in docs/agents.md ("Hot paths"). */
+int pts__agent_run_command(pts__command *cmd) {
+  if (cmd->fn == xtask_cmd) return xtask_run_now(container_of(cmd, xtask, cmd));
+  if (cmd->fn == xqueue_cmd) return xqueue_run_now(container_of(cmd, xqueue, cmd));
+  return 0;
+}
+

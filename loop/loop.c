@@ -664,6 +664,8 @@ enum { DID_WORK = 1, DID_TASK = 2 };
  * (pts__loop_last_urgency): 1..6, the provider's 1 + effective priority;
  * LAST_PICK_CLASS + a pick class otherwise. One store per step. */
 #define LAST_PICK_CLASS 16
+_Static_assert(PTS__PICK_ORDINARY_TASK == LAST_PICK_CLASS + CLS_FIFO,
+               "a command runner's ordinary task is a pick of the FIFO class");
 
 /* The urgency class of each pick class. */
 static int urgency_of(int cls) {

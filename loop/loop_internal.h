@@ -151,9 +151,13 @@ void pts__loop_send_from_any_thread(pts_loop *loop, pts__command *cmd);
  * loop calls it, on its owner thread, only with nothing else runnable (no
  * ordinary task ready, no provider task queued, no timer, no microtask).
  * Returns the pick, as pts__provider_ops.run_next (1 + the effective
- * priority of the provider's task it ran), or 0 having done nothing: the
- * loop then applies the command as usual. */
+ * priority of the provider's task it ran) or PTS__PICK_ORDINARY_TASK (an
+ * ordinary task of the timer, message or generic source), or 0 having done
+ * nothing: the loop then applies the command as usual. */
 typedef int (*pts__command_runner)(pts__command *cmd);
+/* The pick of an ordinary task of the timer, message or generic source (the
+ * FIFO class of docs/loop.md), above every provider pick. */
+#define PTS__PICK_ORDINARY_TASK 18
 /* Owner thread, before any command can arrive: the runner of the loop's
  * inbox (the agents layer's, for its plain postTask), or NULL. */
 void pts__loop_set_command_runner(pts_loop *loop, pts__command_runner run);

@@ -10,9 +10,12 @@ uint64_t pts_test_take_order(pts_loop *loop) {
 #include "agents/agents_impl.h"
 
 /* which = 0: cross-thread posts the scheduler accepted; 1: refused because
- * their signal was already aborted. */
+ * their signal was already aborted; 2: pts_agent_queue_task tasks run in
+ * place. */
 uint64_t pts_test_agent_posts(pts_agent *a, int which);
 uint64_t pts_test_agent_posts(pts_agent *a, int which) {
-  return atomic_load_explicit(which ? &a->st_posts_rejected : &a->st_posts_enqueued,
-                              memory_order_relaxed);
+  _Atomic uint64_t *c = which == 2   ? &a->st_queued_in_place
+                        : which == 1 ? &a->st_posts_rejected
+                                     : &a->st_posts_enqueued;
+  return atomic_load_explicit(c, memory_order_relaxed);
 }

@@ -605,6 +605,93 @@ TEST_F(PoolTest, PlainPostsToAnAgentAloneRunInPlaceAndAreCounted) {
   pts_agent_unref(a);
 }
 
+// pts_agent_queue_task's form of log_task.
+void log_queued(void *data, int status) { (void)log_task(data, status); }
+
+// Ordinary tasks of the timer, message and generic sources queued to an agent
+// alone on its thread run in place as well, in order, counted in the FIFO
+// class; one of the user-input source does not (it outranks every postTask,
+// so it is applied as before).
+TEST_F(PoolTest, QueuedTasksToAnAgentAloneRunInPlaceAndAreCounted) {
+  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  const int n = 48;
+  const pts_task_source sources[] = {PTS_SOURCE_MESSAGE, PTS_SOURCE_GENERIC, PTS_SOURCE_TIMER};
+  RunLog log;
+  std::vector<Tagged> t;
+  std::string want;
+  for (int i = 0; i <= n; i++) {
+    t.push_back({&log, std::to_string(i)});
+    if (i < n) want += (i ? "," : "") + std::to_string(i);
+  }
+  ASSERT_EQ(0, pts_agent_drain(a));  // attached and idle
+  for (int i = 0; i < n; i++)
+    ASSERT_EQ(0, pts_agent_queue_task(a, sources[i % 3], log_queued, &t[i]));
+  ASSERT_TRUE(wait_until([&] { return log.ran.load() == n; }));
+  EXPECT_EQ(want, log.Ids());
+  EXPECT_EQ(static_cast<uint64_t>(n), pts_test_agent_posts(a, 2));
+  // Alone in the inbox (a drain command right behind it would keep it from
+  // running in place whatever its rank).
+  ASSERT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_USER_INPUT, log_queued, &t[n]));
+  ASSERT_TRUE(wait_until([&] { return log.ran.load() == n + 1; }));
+  EXPECT_EQ(static_cast<uint64_t>(n), pts_test_agent_posts(a, 2));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  pts_agent_stats st;
+  ASSERT_EQ(0, pts_agent_get_stats(a, &st));
+  EXPECT_EQ(static_cast<uint64_t>(n), st.tasks_run[PTS_CLASS_FIFO]);
+  EXPECT_EQ(1u, st.tasks_run[PTS_CLASS_INPUT]);
+  EXPECT_EQ(0u, st.inbox_depth);
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
+}
+
+// An ordinary task shares the FIFO class with a user-visible postTask: it
+// outranks a background post ahead of it, a user-blocking post behind it
+// outranks it, and with user-visible posts the order is the posting order.
+// Each pair is queued behind a blocker, so without the ranks the first of
+// it would run in place before the second is seen.
+TEST_F(PoolTest, AQueuedTaskRunsInPlaceOnlyWhenNothingBehindItWouldOutrankIt) {
+  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  RunLog log;
+  std::vector<Tagged> t = {{&log, "bg"}, {&log, "m1"}, {&log, "m2"}, {&log, "ub"},
+                           {&log, "m3"}, {&log, "uv1"}, {&log, "m4"}, {&log, "uv2"},
+                           {&log, "m5"}};
+  pts_agent_post_options bg = PTS_AGENT_POST_OPTIONS_INIT, ub = bg, uv = bg;
+  bg.priority = PTS_PRIORITY_BACKGROUND;
+  ub.priority = PTS_PRIORITY_USER_BLOCKING;
+  uv.priority = PTS_PRIORITY_USER_VISIBLE;
+  auto post = [&](const pts_agent_post_options *o, Tagged *x) {
+    return pts_agent_post_task(a, o, log_task, x, nullptr, nullptr, nullptr);
+  };
+  Blocker b1;
+  ASSERT_TRUE(b1.block(a));
+  ASSERT_EQ(0, post(&bg, &t[0]));
+  ASSERT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_MESSAGE, log_queued, &t[1]));
+  b1.release.store(true);
+  ASSERT_TRUE(wait_until([&] { return log.ran.load() == 2; }));
+  Blocker b2;
+  ASSERT_TRUE(b2.block(a));
+  ASSERT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_GENERIC, log_queued, &t[2]));
+  ASSERT_EQ(0, post(&ub, &t[3]));
+  b2.release.store(true);
+  ASSERT_TRUE(wait_until([&] { return log.ran.load() == 4; }));
+  Blocker b3;
+  ASSERT_TRUE(b3.block(a));
+  ASSERT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_TIMER, log_queued, &t[4]));
+  ASSERT_EQ(0, post(&uv, &t[5]));
+  ASSERT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_MESSAGE, log_queued, &t[6]));
+  ASSERT_EQ(0, post(&uv, &t[7]));
+  ASSERT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_MESSAGE, log_queued, &t[8]));
+  b3.release.store(true);
+  ASSERT_TRUE(wait_until([&] { return log.ran.load() == 9; }));
+  EXPECT_EQ("m1,bg,ub,m2,m3,uv1,m4,uv2,m5", log.Ids());
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
+}
+
 // Issue 18 on an agent: a callback's microtasks run before its outcome is
 // delivered (HTML "clean up after running script" before "resolve result"),
 // so one that aborts the task's own remote signal makes the outcome the

@@ -21,7 +21,8 @@
 extern "C" {
 // peek.c: the loop's next enqueue order, taken (owner thread only).
 uint64_t pts_test_take_order(pts_loop *loop);
-// peek.c: cross-thread posts enqueued (which = 0) or refused as aborted (1).
+// peek.c: cross-thread posts enqueued (which = 0) or refused as aborted (1);
+// pts_agent_queue_task tasks run in place (2).
 uint64_t pts_test_agent_posts(pts_agent *a, int which);
 }
 
