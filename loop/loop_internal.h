@@ -159,7 +159,8 @@ typedef int (*pts__command_runner)(pts__command *cmd);
  * FIFO class of docs/loop.md), above every provider pick. */
 #define PTS__PICK_ORDINARY_TASK 18
 /* Owner thread, before any command can arrive: the runner of the loop's
- * inbox (the agents layer's, for its plain postTask), or NULL. */
+ * inbox (the agents layer's, for its plain postTasks and ordinary tasks), or
+ * NULL. */
 void pts__loop_set_command_runner(pts_loop *loop, pts__command_runner run);
 
 /* ---- the task provider: how the scheduler plugs its queues in ---- */
