@@ -96,8 +96,9 @@ void rb_sleep_ns(uint64_t ns);
  * with them. Without it the poster's per-post read of the run's length next
  * to the consumer's count moved that line between the cores on every task:
  * the harness's own false sharing, which made crossthread.post 1.6x slower
- * (docs/benchmarks.md, "How it measures"). Every cross-thread stream uses
- * it, ours and the peers' alike. */
+ * (docs/benchmarks.md, "How it measures"). Every cross-thread stream that
+ * counts in a struct the poster can see uses it, ours and the peers' alike;
+ * the MPSC floor's consumer counts on its own stack. */
 #define RB_CONSUMER_SIDE _Alignas(64)
 /* Waits until *ready is set by a consumer thread about to enter its loop,
  * then 1 ms more so it parks: the first post then measures a wake-up. */
