@@ -105,6 +105,9 @@ struct pts_agent {
   /* pts_agent_move: the requested thread + 1, 0 = none (last request wins). */
   _Atomic int move_req;
 
+  /* Posts are timed for the start-delay histogram (pts_agent_set_delay_stats):
+   * read by every poster, written rarely. */
+  atomic_bool delay_stats;
   /* Set at creation, read-only after. */
   pts_pool *pool; /* valid while the gate is open */
   bool pinned;

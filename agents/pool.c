@@ -1217,6 +1217,7 @@ int pts_agent_new(pts_pool *pool, const pts_agent_options *opts, pts_agent **out
   atomic_init(&a->w, NULL);
   atomic_init(&a->thread, -1);
   atomic_init(&a->move_req, 0);
+  atomic_init(&a->delay_stats, true);
   a->req_cmd.fn = move_req_cmd;
   a->req_target = -1;
   a->pinned = o.pinned;
@@ -1426,6 +1427,13 @@ int pts_agent_get_stats(const pts_agent *ca, pts_agent_stats *out) {
   out->inbox_depth = posted > applied ? posted - applied : 0;
   out->inbox_max = atomic_load_explicit(&a->st_inbox_max, memory_order_relaxed);
   out->moves = atomic_load_explicit(&a->st_moves, memory_order_relaxed);
+  return 0;
+}
+
+int pts_agent_set_delay_stats(pts_agent *a, bool on) {
+  if (a == NULL) return PTS_EINVAL;
+  /* Relaxed: each post reads it once; no data travels with it. */
+  atomic_store_explicit(&a->delay_stats, on, memory_order_relaxed);
   return 0;
 }
 

@@ -283,18 +283,23 @@ int pts_remote_controller_set_priority(pts_remote_controller *rc, int priority,
  * so the pool thread takes one cache line from the poster per task: the
  * part is 56 bytes, the rest of the node cache's first line after its
  * 8-byte tag (sync/nodecache.h). Such a plain post is a node cache's small
- * block: the part, then the scheduler's handle of the task
- * (pts__scheduler_post_in), written by the pool thread. A post with extras
- * is a large block and the scheduler allocates its handle. Measured in
- * docs/agents.md ("Hot paths"). */
+ * block, or the caller's pts_agent_task_req: the part, then the scheduler's
+ * handle of the task (pts__scheduler_post_in), written by the pool thread.
+ * A post with extras is a large block and the scheduler allocates its
+ * handle. Measured in docs/agents.md ("Hot paths"). */
 typedef struct xtask {
   pts__command cmd; /* the post, in the target's inbox */
   pts_agent *agent; /* the target (no reference: used on its thread only) */
   pts_task_callback cb;
   void *data;
-  uint64_t due_ns; /* when the task became due, for the start-delay histogram */
+  uint64_t due_ns; /* when the task became due, for the start-delay histogram;
+                    * 0: not timed (pts_agent_set_delay_stats) */
   int32_t priority;
-  bool extras; /* the fields below are set, not the handle */
+  uint8_t rank; /* agents_impl.h: taken once, by the poster */
+  bool extras;  /* the fields below are set, not the handle */
+  /* In the caller's pts_agent_task_req: the caller's again once cb is
+   * called, so nothing reads it after that call. A plain post. */
+  bool caller_owned;
   union {
     pts__sched_slot handle; /* a plain post's scheduler handle */
     struct {                /* with extras only */
@@ -316,6 +321,9 @@ typedef struct xtask {
 #define XTASK_PLAIN_SIZE (offsetof(xtask, handle) + sizeof(pts__sched_slot))
 _Static_assert(offsetof(xtask, handle) <= 56, "an xtask's common part fits 56 bytes");
 _Static_assert(XTASK_PLAIN_SIZE <= PTS__NODE_SMALL, "a plain post is a small block");
+_Static_assert(XTASK_PLAIN_SIZE <= sizeof(pts_agent_task_req) &&
+                   _Alignof(xtask) <= _Alignof(pts_agent_task_req),
+               "a plain post fits a pts_agent_task_req");
 
 static void xtask_free(xtask *x) {
   if (x->extras) {
@@ -462,6 +470,10 @@ static __attribute__((noinline)) void xtask_settle(xtask *x, pts_value v) {
 /* A task that does not run: aborted (only with a controller, so extras) or
  * released with the agent. */
 static __attribute__((noinline)) void xtask_refuse(xtask *x, int status) {
+  if (x->caller_owned) { /* no done to tell, and req is the caller's after cb */
+    pts_value_release(xtask_call(x, PTS_ECANCELED));
+    return;
+  }
   if (status == PTS_EABORT) {
     pts_value_release(xtask_call(x, PTS_EABORT));
     deliver(x, PTS_EABORT, pts_value_copy(pts_signal_reason(x->signal)));
@@ -479,22 +491,26 @@ static void xtask_run(void *d, int status) {
     return;
   }
   pts_agent *a = x->agent;
-  uint64_t now = pts__stat_now_ns();
-  pts__agent_record_delay(a, now > x->due_ns ? now - x->due_ns : 0);
+  if (x->due_ns != 0) {
+    uint64_t now = pts__stat_now_ns();
+    pts__agent_record_delay(a, now > x->due_ns ? now - x->due_ns : 0);
+  }
+  bool caller_owned = x->caller_owned;
   /* The scheduler runs this as script already (xtask_call would nest). */
   pts_value v = x->cb(x->data, 0);
   /* As postTask's result promise: the callback's microtasks run before the
    * outcome is settled (the scheduler called this task as script, so the
    * clean-up is done here), and an abort they cause wins. */
   pts__loop_perform_checkpoint(a->loop);
-  if (x->extras || v.kind == PTS_VALUE_PROMISE) {
+  if (!caller_owned && (x->extras || v.kind == PTS_VALUE_PROMISE)) {
     xtask_settle(x, v);
     return;
   }
-  /* A plain post: nobody waits for the result (deliver() without done).
+  /* A plain post: nobody waits for the result (deliver() without done), so
+   * a caller's request needs no settling, a returned promise included.
    * Only the kinds from BOX on own something to release. */
   if (v.kind >= PTS_VALUE_BOX) pts_value_release(v);
-  pts__node_put(x);
+  if (!caller_owned) pts__node_put(x);
 }
 
 /* A post's rank (agents_impl.h): a plain post ranks as its priority. */
@@ -507,7 +523,7 @@ static int xtask_rank(const xtask *x) {
 static void xtask_cmd(pts__command *cmd, int status) {
   xtask *x = container_of(cmd, xtask, cmd);
   pts_agent *a = x->agent;
-  pts__agent_applied(a, xtask_rank(x));
+  pts__agent_applied(a, x->rank);
   if (status != 0 || a->sched == NULL) {
     xtask_run(x, PTS_ECANCELED);
     return;
@@ -528,7 +544,7 @@ static void xtask_cmd(pts__command *cmd, int status) {
       o.signal = pts_controller_signal(c);
     }
     x->signal = o.signal;
-    if (x->delay_ms > 0) x->due_ns += (uint64_t)x->delay_ms * 1000000u;
+    if (x->delay_ms > 0 && x->due_ns != 0) x->due_ns += (uint64_t)x->delay_ms * 1000000u;
     r = pts_scheduler_post(a->sched, xtask_run, x, &o);
     /* The task's state holds the signal now; the controller may go. */
     if (x->rc != NULL) {
@@ -543,6 +559,10 @@ static void xtask_cmd(pts__command *cmd, int status) {
   if (r == PTS_EABORT) {
     pts__stat_add(&a->st_posts_rejected, 1);
     xtask_run(x, PTS_EABORT); /* already aborted: never enqueued */
+    return;
+  }
+  if (x->caller_owned) {
+    xtask_refuse(x, PTS_ECANCELED);
     return;
   }
   pts_value_release(xtask_call(x, PTS_ECANCELED));
@@ -566,10 +586,26 @@ static bool take_in_place(pts_agent *a, int rank) {
  * scheduler's pick; 0 if it may not. */
 static int xtask_run_now(xtask *x) {
   pts_agent *a = x->agent;
-  int rank = xtask_rank(x);
+  int rank = x->rank;
   if (!take_in_place(a, rank)) return 0;
   pts__stat_add(&a->st_posts_enqueued, 1);
   return pts__scheduler_run_now(a->sched, xtask_run, x, rank);
+}
+
+/* The common part of a post (the poster's stamp only if the agent times
+ * its posts: pts_agent_set_delay_stats). */
+static void xtask_init(xtask *x, pts_agent *a, int priority, pts_task_callback cb,
+                       void *data, bool extras, bool caller_owned) {
+  x->cmd.fn = xtask_cmd;
+  x->agent = a;
+  x->cb = cb;
+  x->data = data;
+  x->due_ns =
+      atomic_load_explicit(&a->delay_stats, memory_order_relaxed) ? pts__stat_now_ns() : 0;
+  x->priority = priority;
+  x->extras = extras;
+  x->caller_owned = caller_owned;
+  x->rank = (uint8_t)xtask_rank(x);
 }
 
 int pts_agent_post_task(pts_agent *a, const pts_agent_post_options *opts,
@@ -586,14 +622,8 @@ int pts_agent_post_task(pts_agent *a, const pts_agent_post_options *opts,
   bool extras = done != NULL || o.controller != NULL || o.delay_ms != 0;
   xtask *x = pts__node_get(extras ? sizeof *x : XTASK_PLAIN_SIZE);
   if (x == NULL) return PTS_ENOMEM;
-  x->cmd.fn = xtask_cmd;
-  x->agent = a;
-  x->cb = callback;
-  x->data = data;
-  x->due_ns = pts__stat_now_ns();
-  x->priority = o.priority;
+  xtask_init(x, a, o.priority, callback, data, extras, false);
   /* reply_to matters only with done (it is where done is called). */
-  x->extras = extras;
   if (x->extras) { /* deliver() sets status and result before they are read */
     x->done = done;
     x->done_data = done_data;
@@ -608,7 +638,20 @@ int pts_agent_post_task(pts_agent *a, const pts_agent_post_options *opts,
   }
   if (x->extras && reply_to) pts_agent_ref(reply_to);
   if (x->extras && x->rc) rc_hold(x->rc);
-  pts__agent_send(a, &x->cmd, xtask_rank(x));
+  pts__agent_send(a, &x->cmd, x->rank);
+  pts__gate_leave(a);
+  return 0;
+}
+
+int pts_agent_post_task_req(pts_agent *a, int priority, pts_agent_task_req *req,
+                            pts_task_callback callback, void *data) {
+  if (a == NULL || req == NULL || callback == NULL) return PTS_EINVAL;
+  if (priority != PTS_PRIORITY_UNSET && (priority < 0 || priority >= PTS_PRIORITY_COUNT))
+    return PTS_ETYPE;
+  xtask *x = (xtask *)(void *)req;
+  xtask_init(x, a, priority, callback, data, false, true);
+  if (!pts__gate_enter(a)) return PTS_ECLOSED;
+  pts__agent_send(a, &x->cmd, x->rank);
   pts__gate_leave(a);
   return 0;
 }

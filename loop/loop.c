@@ -718,6 +718,8 @@ static int urgency_of_pick(unsigned p) {
 static uint32_t inbox_run(pts_loop *loop, uint32_t max, uint32_t *counts, bool *applied) {
   uint32_t n = 0;
   int pick = LAST_PICK_CLASS + CLS_FIFO;
+  /* The urgency of the last pick counted: a stream repeats one pick. */
+  int counted_pick = -1, urgency = 0;
   *applied = false;
   for (;;) {
     pts__mpsc_node *node = pts__mpsc_pop(&loop->inbox);
@@ -744,7 +746,13 @@ static uint32_t inbox_run(pts_loop *loop, uint32_t max, uint32_t *counts, bool *
       t->fn(t->data, 0);
       pts__script_leave(loop);
     }
-    if (counts != NULL) counts[urgency_of_pick((unsigned)pick)]++;
+    if (counts != NULL) {
+      if (pick != counted_pick) {
+        counted_pick = pick;
+        urgency = urgency_of_pick((unsigned)pick);
+      }
+      counts[urgency]++;
+    }
     if (++n == max || atomic_load_explicit(&loop->stop_requested, memory_order_relaxed) ||
         !inbox_is_next(loop))
       break;

@@ -208,6 +208,32 @@ PTS_EXTERN int pts_agent_post_task(pts_agent *a,
                                    pts_result_fn done, void *done_data,
                                    pts_agent *reply_to);
 
+/** Caller-owned storage for one pts_agent_post_task_req() (since 1.1), like
+ * pts_task_req for a loop: with it a cross-thread postTask allocates
+ * nothing. The contents are private to ptsched. ABI: 128 bytes, fixed for a
+ * major version. Aligned to 64 bytes (aligned_alloc), the part the agent's
+ * thread reads to run the task is one cache line (the second holds the
+ * scheduler's handle while the task waits in a queue). */
+typedef struct pts_agent_task_req {
+  void *pts_private[16]; /**< private to ptsched */
+} pts_agent_task_req;
+
+/** pts_agent_post_task() for the plain post, with caller-owned storage
+ * (since 1.1): a priority (pts_priority, or PTS_PRIORITY_UNSET for
+ * user-visible), no delay, no controller and no result callback. It is the
+ * same postTask, with the same order and statistics; callback's result is
+ * released (nobody waits for it, so a promise it returns is not followed).
+ * req belongs to ptsched from a successful call until callback has been
+ * called (status 0 when the task runs on the agent's thread, PTS_ECANCELED
+ * when the agent is destroyed first); then the caller may reuse or free it,
+ * from callback itself too. Any thread.
+ * @retval 0 posted. @retval PTS_EINVAL NULL a, req or callback.
+ * @retval PTS_ETYPE an unknown priority. @retval PTS_ECLOSED the agent is
+ * destroyed: callback is not called. On an error req is the caller's. */
+PTS_EXTERN int pts_agent_post_task_req(pts_agent *a, int priority,
+                                       pts_agent_task_req *req,
+                                       pts_task_callback callback, void *data);
+
 /** Queues fn on one of the agent's ordinary task sources from any thread
  * (status as pts_task_fn: 0 when it runs on the agent's thread,
  * PTS_ECANCELED or PTS_ECLOSED if the agent goes first).
@@ -279,7 +305,7 @@ typedef enum pts_task_class {
 typedef struct pts_agent_stats {
   uint64_t tasks_run[PTS_CLASS_COUNT]; /**< by class of the task when it started */
   uint64_t cpu_ns;         /**< time spent running this agent's steps */
-  uint64_t delay_hist[PTS_DELAY_BUCKETS]; /**< start delay of cross-thread posted tasks */
+  uint64_t delay_hist[PTS_DELAY_BUCKETS]; /**< start delay of cross-thread posted tasks (pts_agent_set_delay_stats) */
   uint64_t inbox_depth;    /**< commands posted and not yet applied */
   uint64_t inbox_max;      /**< largest depth seen at a drain */
   uint64_t moves;          /**< times its loop moved to another thread (since 1.0) */
@@ -310,6 +336,15 @@ typedef struct pts_thread_stats {
  * storage). Any thread. @retval 0 success. @retval PTS_EINVAL NULL a or
  * out. */
 PTS_EXTERN int pts_agent_get_stats(const pts_agent *a, pts_agent_stats *out);
+/** Whether cross-thread posts to the agent are timed for
+ * pts_agent_stats.delay_hist (since 1.1). On when the agent is created.
+ * Timing a post costs two clock reads, one on the posting thread and one on
+ * the pool thread when the task starts (11-12 ns each on the project's VM,
+ * docs/agents.md "Statistics"); off, posts skip both and delay_hist does not
+ * count them. Any thread; posts made after the call follow it, a post made
+ * concurrently with it may go either way.
+ * @retval 0 success. @retval PTS_EINVAL NULL a. */
+PTS_EXTERN int pts_agent_set_delay_stats(pts_agent *a, bool on);
 /** Copies a relaxed snapshot of one pool thread's counters into *out. Any
  * thread. @retval 0 success. @retval PTS_EINVAL NULL pool or out, thread
  * out of range. */

@@ -4,6 +4,7 @@
 // the agent's thread or on reply_to's loop, promise adoption, bad options,
 // ordinary tasks from any thread, remote controllers and statistics.
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -496,6 +497,46 @@ TEST_F(PoolTest, StatisticsCountTasksDelaysAndInbox) {
   pts_agent_unref(a);
 }
 
+// pts_agent_set_delay_stats: posts made while it is off are not timed, so
+// delay_hist leaves them out (plain posts and posts with a done callback
+// alike) while every other statistic counts them; on again, posts count.
+TEST_F(PoolTest, DelayStatisticsCanBeTurnedOffAndOn) {
+  EXPECT_EQ(PTS_EINVAL, pts_agent_set_delay_stats(nullptr, false));
+  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  auto hist_total = [&] {
+    pts_agent_stats st;
+    EXPECT_EQ(0, pts_agent_get_stats(a, &st));
+    uint64_t h = 0;
+    for (uint64_t b : st.delay_hist) h += b;
+    return h;
+  };
+  ASSERT_EQ(0, pts_agent_set_delay_stats(a, false));
+  const int n = 20;
+  int64_t v = 1;
+  Result done;
+  pts_agent_post_options po = PTS_AGENT_POST_OPTIONS_INIT;
+  for (int i = 0; i < n; i++) {
+    ASSERT_EQ(0, pts_agent_post_task(a, &po, return_int, &v, nullptr, nullptr, nullptr));
+    ASSERT_EQ(0, pts_agent_post_task(a, &po, return_int, &v, result_fn, &done, nullptr));
+  }
+  ASSERT_TRUE(wait_until([&] { return done.calls.load() == n; }));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  EXPECT_EQ(0u, hist_total());
+  EXPECT_EQ(static_cast<uint64_t>(2 * n), pts_test_agent_posts(a, 0));
+  ASSERT_EQ(0, pts_agent_set_delay_stats(a, true));
+  for (int i = 0; i < n; i++) {
+    ASSERT_EQ(0, pts_agent_post_task(a, &po, return_int, &v, nullptr, nullptr, nullptr));
+    ASSERT_EQ(0, pts_agent_post_task(a, &po, return_int, &v, result_fn, &done, nullptr));
+  }
+  ASSERT_TRUE(wait_until([&] { return done.calls.load() == 2 * n; }));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  EXPECT_EQ(static_cast<uint64_t>(2 * n), hist_total());
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
+}
+
 // ---- plain posts run in place (docs/agents.md, "Hot paths") ----
 
 // The order tasks ran in.
@@ -533,6 +574,138 @@ uint64_t ran_in_place(pts_agent *a) {
     if (pts__sched_get_stats(pts_agent_loop(a), &st) == 0) n.store(st.ran_now);
   });
   return n.load();
+}
+
+// ---- caller-owned requests (pts_agent_post_task_req) ----
+
+// A task posted with its own request: the callback frees the request, so
+// AddressSanitizer sees any read of it by ptsched after that call.
+struct ReqTask {
+  pts_agent_task_req *req;
+  RunLog *log;
+  std::string id;
+  std::atomic<int> *canceled;
+};
+pts_value req_task(void *data, int status) {
+  auto *t = static_cast<ReqTask *>(data);
+  std::free(t->req);
+  t->req = nullptr;
+  if (status == 0) {
+    std::lock_guard<std::mutex> g(t->log->mu);
+    t->log->ids.push_back(t->id);
+  } else {
+    EXPECT_EQ(PTS_ECANCELED, status);
+    t->canceled->fetch_add(1);
+  }
+  t->log->ran.fetch_add(1);
+  return pts_undefined();
+}
+pts_agent_task_req *new_req() {
+  return static_cast<pts_agent_task_req *>(std::aligned_alloc(64, sizeof(pts_agent_task_req)));
+}
+
+// Plain posts with requests to an idle agent alone on its thread run in
+// place, once each, in posting order, counted like pts_agent_post_task's.
+TEST_F(PoolTest, PostTaskReqRunsOnceInOrderAndLeavesTheRequestToItsCallback) {
+  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  const int n = 50;
+  RunLog log;
+  std::atomic<int> canceled{0};
+  std::vector<ReqTask> t(n);
+  std::string want;
+  for (int i = 0; i < n; i++) {
+    t[i] = ReqTask{new_req(), &log, std::to_string(i), &canceled};
+    want += (i ? "," : "") + std::to_string(i);
+  }
+  for (int i = 0; i < n; i++)
+    ASSERT_EQ(0, pts_agent_post_task_req(a, PTS_PRIORITY_USER_BLOCKING, t[i].req, req_task, &t[i]));
+  ASSERT_TRUE(wait_until([&] { return log.ran.load() == n; }));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  EXPECT_EQ(want, log.Ids());
+  EXPECT_EQ(0, canceled.load());
+  EXPECT_EQ(static_cast<uint64_t>(n), ran_in_place(a));
+  EXPECT_EQ(static_cast<uint64_t>(n), pts_test_agent_posts(a, 0));
+  pts_agent_stats st;
+  ASSERT_EQ(0, pts_agent_get_stats(a, &st));
+  EXPECT_EQ(static_cast<uint64_t>(n), st.tasks_run[PTS_CLASS_HIGH]);
+  uint64_t hist = 0;
+  for (uint64_t h : st.delay_hist) hist += h;
+  EXPECT_EQ(static_cast<uint64_t>(n), hist);
+  EXPECT_EQ(0u, st.inbox_depth);
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
+}
+
+// Blocker::fn as a postTask callback.
+pts_value block_task(void *data, int status) {
+  Blocker::fn(data, status);
+  return pts_undefined();
+}
+
+// Requests that wait (the agent busy) are queued by priority like any
+// postTask (the scheduler's handle lives in the request), and those still
+// pending when the agent is destroyed get PTS_ECANCELED, once each.
+TEST_F(PoolTest, PostTaskReqQueuesByPriorityAndIsCanceledWithTheAgent) {
+  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  RunLog log;
+  std::atomic<int> canceled{0};
+  std::vector<ReqTask> t(6);
+  const char *ids[] = {"bg", "unset", "ub", "c1", "c2", "c3"};
+  for (int i = 0; i < 6; i++) t[i] = ReqTask{new_req(), &log, ids[i], &canceled};
+  Blocker b1;
+  ASSERT_TRUE(b1.block(a));
+  ASSERT_EQ(0, pts_agent_post_task_req(a, PTS_PRIORITY_BACKGROUND, t[0].req, req_task, &t[0]));
+  ASSERT_EQ(0, pts_agent_post_task_req(a, PTS_PRIORITY_UNSET, t[1].req, req_task, &t[1]));
+  ASSERT_EQ(0, pts_agent_post_task_req(a, PTS_PRIORITY_USER_BLOCKING, t[2].req, req_task, &t[2]));
+  b1.release.store(true);
+  ASSERT_TRUE(wait_until([&] { return log.ran.load() == 3; }));
+  EXPECT_EQ("ub,unset,bg", log.Ids());
+  // A blocker with a done callback runs as a queued task in a step of its
+  // own, so the destroy sent while it runs is applied when it returns,
+  // before anything posted meanwhile.
+  Blocker b2;
+  Result b2_done;
+  ASSERT_EQ(0, pts_agent_post_task(a, nullptr, block_task, &b2, result_fn, &b2_done, nullptr));
+  ASSERT_TRUE(wait_until([&] { return b2.started.load(); }));
+  for (int i = 3; i < 6; i++)
+    ASSERT_EQ(0, pts_agent_post_task_req(a, PTS_PRIORITY_USER_VISIBLE, t[i].req, req_task, &t[i]));
+  ASSERT_EQ(0, pts_agent_destroy(a, false));
+  b2.release.store(true);
+  ASSERT_TRUE(wait_until([&] { return log.ran.load() == 6; }));
+  EXPECT_EQ(3, canceled.load());
+  EXPECT_EQ("ub,unset,bg", log.Ids());
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  EXPECT_EQ(6, log.ran.load());  // nothing called twice
+  pts_agent_unref(a);
+}
+
+pts_value never_run(void *data, int status) {
+  (void)status;
+  static_cast<std::atomic<int> *>(data)->fetch_add(1);
+  return pts_undefined();
+}
+
+TEST_F(PoolTest, PostTaskReqRejectsBadArgumentsAndAClosedAgent) {
+  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  alignas(64) pts_agent_task_req req;
+  std::atomic<int> called{0};
+  EXPECT_EQ(PTS_EINVAL, pts_agent_post_task_req(nullptr, 0, &req, never_run, &called));
+  EXPECT_EQ(PTS_EINVAL, pts_agent_post_task_req(a, 0, nullptr, never_run, &called));
+  EXPECT_EQ(PTS_EINVAL, pts_agent_post_task_req(a, 0, &req, nullptr, &called));
+  EXPECT_EQ(PTS_ETYPE, pts_agent_post_task_req(a, PTS_PRIORITY_COUNT, &req, never_run, &called));
+  EXPECT_EQ(PTS_ETYPE, pts_agent_post_task_req(a, -2, &req, never_run, &called));
+  ASSERT_EQ(0, pts_agent_destroy(a, true));
+  EXPECT_EQ(PTS_ECLOSED, pts_agent_post_task_req(a, 0, &req, never_run, &called));
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  EXPECT_EQ(0, called.load());
+  pts_agent_unref(a);
 }
 
 // A plain post runs in place only while no command that would outrank it
