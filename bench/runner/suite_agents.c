@@ -97,12 +97,27 @@ static pts_value axt_cb(void *data, int status) {
   return pts_undefined();
 }
 
+/* How the stream posts: pts_agent_queue_task; pts_agent_post_task (its
+ * block from the poster's node cache); pts_agent_post_task_req with
+ * caller-owned requests allocated and touched before the clock starts, as
+ * crossthread.post does with the loop's requests. */
+enum { AXT_QUEUE, AXT_POST_CACHED, AXT_POST_REQ };
+
 typedef struct axt_arg {
   pts_agent *a;
   size_t n;
-  int post_task;
+  int how;                  /* AXT_* */
+  pts_agent_task_req *reqs; /* AXT_POST_REQ: n of them, reused run after run */
   double alloc_post, alloc_cons; /* last run: producer's, consumer's bytes; -1: none */
 } axt_arg;
+
+/* n requests, one per post, 64-byte aligned and touched (page faults are
+ * not what the figures measure); NULL if out of memory. */
+static pts_agent_task_req *reqs_new(size_t n) {
+  pts_agent_task_req *r = aligned_alloc(64, n * sizeof *r);
+  if (r != NULL) memset(r, 0, n * sizeof *r);
+  return r;
+}
 
 static double s_agent_stream(void *arg) {
   axt_arg *g = arg;
@@ -118,7 +133,9 @@ static double s_agent_stream(void *arg) {
   uint64_t t0 = rb_now_ns();
   size_t i = 0;
   for (; i < n; i++) {
-    int rc = g->post_task
+    int rc = g->how == AXT_POST_REQ
+                 ? pts_agent_post_task_req(g->a, PTS_PRIORITY_USER_VISIBLE, &g->reqs[i], axt_cb, &x)
+             : g->how == AXT_POST_CACHED
                  ? pts_agent_post_task(g->a, &o, axt_cb, &x, NULL, NULL, NULL)
                  : pts_agent_queue_task(g->a, PTS_SOURCE_MESSAGE, axt_task, &x);
     if (rc != 0) break;
@@ -187,42 +204,157 @@ static double s_agent_rtt(void *arg) {
   return r;
 }
 
+/* The stream's two sides apart (information): the pool thread is held by
+ * a task waiting on a semaphore while the poster posts n tasks, so the
+ * poster's time per post is its own; then that task returns, and the pool
+ * thread's time from there to the last task, per task, is its own (the
+ * same in-place run as in the stream, with n tasks queued). */
+typedef struct asplit {
+  sem_t hold, done;
+  atomic_int holding;
+  size_t n;
+  RB_CONSUMER_SIDE size_t count;
+  uint64_t start, end;
+} asplit;
+
+static pts_value asplit_hold(void *data, int status) {
+  asplit *s = data;
+  if (status == 0) {
+    atomic_store_explicit(&s->holding, 1, memory_order_release);
+    sem_wait(&s->hold);
+    s->start = rb_now_ns();
+  }
+  return pts_undefined();
+}
+
+static pts_value asplit_task(void *data, int status) {
+  asplit *s = data;
+  if (status == 0 && ++s->count == s->n) {
+    s->end = rb_now_ns();
+    sem_post(&s->done);
+  }
+  return pts_undefined();
+}
+
+typedef struct asplit_arg {
+  pts_agent *a;
+  size_t n;
+  pts_agent_task_req *reqs; /* n of them (the stream's) */
+  double *post_ns;          /* the poster's figure of each call, warm-up first */
+  int calls;
+} asplit_arg;
+
+/* One run; returns the pool thread's ns per task, keeps the poster's. */
+static double s_agent_split(void *arg) {
+  asplit_arg *g = arg;
+  asplit s;
+  memset(&s, 0, sizeof s);
+  s.n = g->n;
+  sem_init(&s.hold, 0, 0);
+  sem_init(&s.done, 0, 0);
+  pts_agent_post_options o = PTS_AGENT_POST_OPTIONS_INIT;
+  o.priority = PTS_PRIORITY_USER_VISIBLE;
+  double r = -1;
+  if (pts_agent_post_task(g->a, &o, asplit_hold, &s, NULL, NULL, NULL) == 0) {
+    while (!atomic_load_explicit(&s.holding, memory_order_acquire)) rb_sleep_ns(10000);
+    size_t n = s.n, i = 0;
+    pts_agent_task_req *reqs = g->reqs;
+    uint64_t t0 = rb_now_ns();
+    for (; i < n; i++)
+      if (pts_agent_post_task_req(g->a, PTS_PRIORITY_USER_VISIBLE, &reqs[i], asplit_task, &s) != 0)
+        break;
+    uint64_t t1 = rb_now_ns();
+    sem_post(&s.hold);
+    if (i == n) {
+      sem_wait(&s.done);
+      g->post_ns[g->calls++] = (double)(t1 - t0) / (double)n;
+      r = (double)(s.end - s.start) / (double)n;
+    }
+  }
+  pts_agent_drain(g->a);
+  sem_destroy(&s.hold);
+  sem_destroy(&s.done);
+  return r;
+}
+
+/* The split of the agent stream under `name` (its delay statistic on or
+ * off for the run): NAME.poster_ns_per_post and NAME.drain_ns_per_task. */
+static void agent_split(rb_ctx *ctx, pts_agent *a, size_t n, pts_agent_task_req *reqs,
+                        const char *name, bool timed) {
+  asplit_arg g = {a, n, reqs, calloc((size_t)ctx->runs + 1, sizeof(double)), 0};
+  if (g.post_ns == NULL || pts_agent_set_delay_stats(a, timed) != 0) {
+    free(g.post_ns);
+    return;
+  }
+  char key[128];
+  snprintf(key, sizeof key, "crossthread.%s.drain_ns_per_task", name);
+  if (rb_measure(ctx, key, "ns", RB_INFO, s_agent_split, &g) && g.calls == ctx->runs + 1) {
+    snprintf(key, sizeof key, "crossthread.%s.poster_ns_per_post", name);
+    rb_record(ctx, key, "ns", RB_INFO, g.post_ns + 1, (size_t)ctx->runs);
+  }
+  (void)pts_agent_set_delay_stats(a, true);
+  free(g.post_ns);
+}
+
 void rb_agents_crossthread_part(rb_ctx *ctx) {
   size_t n = rb_n(ctx, 200000, 20000);
   size_t rounds = rb_n(ctx, 2000, 200);
   rb_progress(ctx, "agents: stream of %zu posts to an agent on a 1-thread pool", n);
   pts_pool *pool = pool_new(1, PTS_POLICY_STRICT);
   pts_agent *a = pool ? agent_new(pool, "target", 1, 0) : NULL;
-  if (a != NULL) {
+  pts_agent_task_req *reqs = a ? reqs_new(n) : NULL;
+  if (a != NULL && reqs != NULL) {
     static const char counted[] =
         "the posting thread over its posts plus the pool thread from its first task to its last";
-    axt_arg g = {a, n, 0, -1, -1};
+    axt_arg g = {a, n, AXT_QUEUE, NULL, -1, -1};
     if (rb_measure(ctx, "crossthread.agent_queue.ns_per_task", "ns", RB_PTSCHED, s_agent_stream, &g))
       rb_record_alloc(ctx, "crossthread.agent_queue.alloc_bytes_per_task", g.alloc_post,
                       g.alloc_cons, n, counted, false);
-    axt_arg h = {a, n, 1, -1, -1};
+    axt_arg h = {a, n, AXT_POST_REQ, reqs, -1, -1};
     if (rb_measure(ctx, "crossthread.agent_post_task.ns_per_task", "ns", RB_PTSCHED,
                    s_agent_stream, &h))
       rb_record_alloc(ctx, "crossthread.agent_post_task.alloc_bytes_per_task", h.alloc_post,
                       h.alloc_cons, n, counted, false);
+    axt_arg c = {a, n, AXT_POST_CACHED, NULL, -1, -1};
+    if (rb_measure(ctx, "crossthread.agent_post_task_cached.ns_per_task", "ns", RB_PTSCHED,
+                   s_agent_stream, &c))
+      rb_record_alloc(ctx, "crossthread.agent_post_task_cached.alloc_bytes_per_task",
+                      c.alloc_post, c.alloc_cons, n, counted, false);
+    /* The request stream with the start-delay statistic off: what its two
+     * clock reads per post cost (information). */
+    if (pts_agent_set_delay_stats(a, false) == 0) {
+      axt_arg u = {a, n, AXT_POST_REQ, reqs, -1, -1};
+      rb_measure(ctx, "crossthread.agent_post_task_untimed.ns_per_task", "ns", RB_INFO,
+                 s_agent_stream, &u);
+      (void)pts_agent_set_delay_stats(a, true);
+    }
+    agent_split(ctx, a, n, reqs, "agent_post_task", true);
+    agent_split(ctx, a, n, reqs, "agent_post_task_untimed", false);
     const char *keys[] = {"crossthread.agent_queue.ns_per_task",
-                          "crossthread.agent_post_task.ns_per_task"};
-    for (int i = 0; i < 2; i++)
+                          "crossthread.agent_post_task.ns_per_task",
+                          "crossthread.agent_post_task_cached.ns_per_task"};
+    for (int i = 0; i < 3; i++)
       rb_compare(ctx, keys[i], "crossthread.floor_mpsc.ns_per_task",
                  "crossthread.libevent_active.ns_per_task",
                  "crossthread.libuv_async.ns_per_task", NULL);
+    /* Each against the loop's post with the same allocation model. */
     rb_ratio_target(ctx, "crossthread.agent_post_task.x_post",
                     "crossthread.agent_post_task.ns_per_task", "crossthread.post.ns_per_task", 2,
                     "<= 2x the loop's own cross-thread post", "issue 12");
-    /* Against the loop's post with the same allocation model (a block from
-     * the poster's node cache per post): information, no target. */
-    rb_ratio_info(ctx, "crossthread.agent_post_task.x_post_cached",
-                  "crossthread.agent_post_task.ns_per_task", "crossthread.post_cached.ns_per_task");
+    rb_ratio_info(ctx, "crossthread.agent_post_task_cached.x_post_cached",
+                  "crossthread.agent_post_task_cached.ns_per_task",
+                  "crossthread.post_cached.ns_per_task");
+    rb_ratio_info(ctx, "crossthread.agent_post_task_untimed.x_post",
+                  "crossthread.agent_post_task_untimed.ns_per_task", "crossthread.post.ns_per_task");
+    /* The pool thread alone against the whole of the loop's stream. */
+    rb_ratio_info(ctx, "crossthread.agent_post_task.drain_x_post",
+                  "crossthread.agent_post_task.drain_ns_per_task", "crossthread.post.ns_per_task");
   } else {
     rb_unavailable_add(ctx, "crossthread.agent_queue", "pool or agent creation failed");
   }
   agent_free(a);
   if (pool) pts_pool_shutdown(pool);
+  free(reqs); /* after the shutdown: every request's task has run */
 
   rb_progress(ctx, "agents: wake-up round trips between two agents on two pool threads");
   pool = pool_new(2, PTS_POLICY_STRICT);
