@@ -338,10 +338,11 @@ typedef struct pts_thread_stats {
 PTS_EXTERN int pts_agent_get_stats(const pts_agent *a, pts_agent_stats *out);
 /** Whether cross-thread posts to the agent are timed for
  * pts_agent_stats.delay_hist (since 1.1). On when the agent is created.
- * Timing a post costs two clock reads, one on the posting thread and one on
- * the pool thread when the task starts (11-12 ns each on the project's VM,
- * docs/agents.md "Statistics"); off, posts skip both and delay_hist does not
- * count them. Any thread; posts made after the call follow it, a post made
+ * Timing a post costs a clock read on the posting thread and one on the
+ * pool thread when the task starts, with the histogram's update (on the
+ * project's VM about 6 ns per post and 20 ns per task, docs/benchmarks.md
+ * "Latest numbers"); off, posts skip both and delay_hist does not count
+ * them. Any thread; posts made after the call follow it, a post made
  * concurrently with it may go either way.
  * @retval 0 success. @retval PTS_EINVAL NULL a. */
 PTS_EXTERN int pts_agent_set_delay_stats(pts_agent *a, bool on);

@@ -449,6 +449,13 @@ TEST_F(PoolTest, RemoteControllerCreatedInsideTask) {
   pts_agent_unref(a);
 }
 
+// Start delays counted in all buckets.
+uint64_t delay_hist_total(const pts_agent_stats &st) {
+  uint64_t n = 0;
+  for (uint64_t b : st.delay_hist) n += b;
+  return n;
+}
+
 TEST_F(PoolTest, StatisticsCountTasksDelaysAndInbox) {
   pts_pool *p = NewPool(1, PTS_POLICY_ROUND_ROBIN);
   pts_agent *a;
@@ -479,9 +486,7 @@ TEST_F(PoolTest, StatisticsCountTasksDelaysAndInbox) {
   EXPECT_EQ(11u, st.tasks_run[PTS_CLASS_FIFO]);  // 10 + the blocking task
   EXPECT_EQ(10u, st.tasks_run[PTS_CLASS_HIGH]);
   EXPECT_EQ(0u, st.tasks_run[PTS_CLASS_INPUT]);
-  uint64_t hist = 0;
-  for (uint64_t h : st.delay_hist) hist += h;
-  EXPECT_EQ(static_cast<uint64_t>(n), hist);
+  EXPECT_EQ(static_cast<uint64_t>(n), delay_hist_total(st));
   EXPECT_GT(st.cpu_ns, 0u);
   EXPECT_EQ(0u, st.inbox_depth);
   // The depth seen at a drain: the step that ends the blocker's in-place run
@@ -508,9 +513,7 @@ TEST_F(PoolTest, DelayStatisticsCanBeTurnedOffAndOn) {
   auto hist_total = [&] {
     pts_agent_stats st;
     EXPECT_EQ(0, pts_agent_get_stats(a, &st));
-    uint64_t h = 0;
-    for (uint64_t b : st.delay_hist) h += b;
-    return h;
+    return delay_hist_total(st);
   };
   ASSERT_EQ(0, pts_agent_set_delay_stats(a, false));
   const int n = 20;
@@ -631,9 +634,7 @@ TEST_F(PoolTest, PostTaskReqRunsOnceInOrderAndLeavesTheRequestToItsCallback) {
   pts_agent_stats st;
   ASSERT_EQ(0, pts_agent_get_stats(a, &st));
   EXPECT_EQ(static_cast<uint64_t>(n), st.tasks_run[PTS_CLASS_HIGH]);
-  uint64_t hist = 0;
-  for (uint64_t h : st.delay_hist) hist += h;
-  EXPECT_EQ(static_cast<uint64_t>(n), hist);
+  EXPECT_EQ(static_cast<uint64_t>(n), delay_hist_total(st));
   EXPECT_EQ(0u, st.inbox_depth);
   EXPECT_EQ(0, pts_pool_shutdown(p));
   pts_agent_unref(a);
@@ -776,10 +777,44 @@ TEST_F(PoolTest, PlainPostsToAnAgentAloneRunInPlaceAndAreCounted) {
   EXPECT_EQ(static_cast<uint64_t>(n), st.tasks_run[PTS_CLASS_HIGH]);
   EXPECT_EQ(1u, st.tasks_run[PTS_CLASS_FIFO]);  // the probe
   EXPECT_EQ(0u, st.tasks_run[PTS_CLASS_LOW]);
-  uint64_t hist = 0;
-  for (uint64_t h : st.delay_hist) hist += h;
-  EXPECT_EQ(static_cast<uint64_t>(n), hist);
+  EXPECT_EQ(static_cast<uint64_t>(n), delay_hist_total(st));
   EXPECT_EQ(0u, st.inbox_depth);
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
+}
+
+// One inbox pass that runs tasks of different classes in place (the pass
+// counts each pick's urgency once per run of equal picks): each task counts
+// in its own class.
+TEST_F(PoolTest, APassOfInPlaceTasksCountsEachInItsClass) {
+  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  RunLog log;
+  Tagged t[4] = {{&log, "ub"}, {&log, "uv1"}, {&log, "uv2"}, {&log, "bg"}};
+  const int prio[4] = {PTS_PRIORITY_USER_BLOCKING, PTS_PRIORITY_USER_VISIBLE,
+                       PTS_PRIORITY_USER_VISIBLE, PTS_PRIORITY_BACKGROUND};
+  // The blocker runs in place (an ordinary task); the posts wait behind it
+  // in the inbox, and the same pass runs them in place when it returns.
+  Blocker blk;
+  ASSERT_TRUE(blk.block(a));
+  pts_agent_post_options po = PTS_AGENT_POST_OPTIONS_INIT;
+  for (int i = 0; i < 4; i++) {
+    po.priority = prio[i];
+    ASSERT_EQ(0, pts_agent_post_task(a, &po, log_task, &t[i], nullptr, nullptr, nullptr));
+  }
+  blk.release.store(true);
+  ASSERT_TRUE(wait_until([&] { return log.ran.load() == 4; }));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  EXPECT_EQ("ub,uv1,uv2,bg", log.Ids());
+  EXPECT_EQ(4u, ran_in_place(a));
+  pts_agent_stats st;
+  ASSERT_EQ(0, pts_agent_get_stats(a, &st));
+  EXPECT_EQ(1u, st.tasks_run[PTS_CLASS_HIGH]);
+  EXPECT_EQ(1u, st.tasks_run[PTS_CLASS_LOW]);
+  // The blocker, the two user-visible posts and the probe of ran_in_place.
+  EXPECT_EQ(4u, st.tasks_run[PTS_CLASS_FIFO]);
   EXPECT_EQ(0, pts_pool_shutdown(p));
   pts_agent_unref(a);
 }

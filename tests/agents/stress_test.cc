@@ -227,6 +227,16 @@ pts_value fifo_cb(void *data, int status) {
   return pts_undefined();
 }
 
+// Both producers' `per` tasks ran, each producer's in its posting order.
+void expect_each_producer_in_order(const FifoRec &rec, size_t per) {
+  ASSERT_EQ(2 * per, rec.seen.size());
+  uint32_t next[2] = {0, 0};
+  for (auto &s : rec.seen) {
+    ASSERT_EQ(next[s.first], s.second) << "producer " << s.first;
+    next[s.first]++;
+  }
+}
+
 // Two producers (a plain thread and an agent on the other pool thread) post
 // to one target; each producer's tasks run in its posting order.
 TEST_F(StressTest, PerProducerFifo) {
@@ -262,12 +272,7 @@ TEST_F(StressTest, PerProducerFifo) {
   }
   ASSERT_EQ(0, pts_agent_drain(src));
   ASSERT_EQ(0, pts_agent_drain(target));
-  ASSERT_EQ(2 * per, rec.seen.size());
-  uint32_t next[2] = {0, 0};
-  for (auto &s : rec.seen) {
-    ASSERT_EQ(next[s.first], s.second) << "producer " << s.first;
-    next[s.first]++;
-  }
+  expect_each_producer_in_order(rec, per);
   // Scheduler tasks only, no signal: orders are exactly 1..2*per.
   EXPECT_EQ(2 * per + 2, take_order(target));
   EXPECT_EQ(0, pts_pool_shutdown(p));
@@ -328,12 +333,7 @@ TEST_F(StressTest, RequestsRunOnceInEachProducersOrder) {
   }
   producer1.join();
   ASSERT_EQ(0, pts_agent_drain(target));
-  ASSERT_EQ(2 * per, rec.seen.size());
-  uint32_t next[2] = {0, 0};
-  for (auto &s : rec.seen) {
-    ASSERT_EQ(next[s.first], s.second) << "producer " << s.first;
-    next[s.first]++;
-  }
+  expect_each_producer_in_order(rec, per);
   // Scheduler tasks only, no signal: orders are exactly 1..2*per.
   EXPECT_EQ(2 * per + 2, take_order(target));
   EXPECT_EQ(2 * per, pts_test_agent_posts(target, 0));
