@@ -344,7 +344,7 @@ static inline bool pts__agent_nothing_above(pts_agent *a, int rank) {
 }
 /* The loop's command runner of every agent's loop (remote.c,
  * pts__loop_set_command_runner). */
-int pts__agent_run_command(pts__command *cmd);
+pts__command *pts__agent_run_command(pts_loop *loop, pts__command *cmd, pts__inbox_pass *pass);
 /* Owner: the agent's start-delay histogram. */
 void pts__agent_record_delay(pts_agent *a, uint64_t delay_ns);
 

@@ -157,9 +157,7 @@ uint64_t pts__stat_now_slow(void) { return pts__now_ns(); }
 
 static void cpu_relax(unsigned spins) {
   if (spins < 64) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
+    pts__cpu_pause();
   } else {
     sched_yield();
   }
@@ -453,8 +451,14 @@ static void refresh(pts__worker *w, pts_agent *a, bool ran, uint64_t cpu_ns,
  * so the clock reads, the poll, the policy update and the statistics' stores
  * are paid once per burst (docs/agents.md, "Hot paths"). The burst ends
  * early when a task did not run or a control command waits (an agent added
- * or destroyed). */
-#define BURST 64
+ * or destroyed), which it looks at every BURST_LOOK steps at most, or when
+ * a pts_agent_move request was applied. Each burst ends with the worker's
+ * round (clock reads, the poll, which gives the wake token back, so the next
+ * post signals the worker again): with bursts of 64 a stream of posts paid
+ * that round and a signal every 64 tasks, 16 per 1,000 posts; with 1024,
+ * one (docs/agents.md, "Hot paths"). */
+#define BURST 1024
+#define BURST_LOOK 64
 
 static void run_step(pts__worker *w, pts_agent *a, uint64_t t0) {
   uint32_t steps = 0, by_urgency[PTS__URGENCY_COUNT] = {0};
@@ -463,7 +467,8 @@ static void run_step(pts__worker *w, pts_agent *a, uint64_t t0) {
   for (;;) {
     /* In a burst, a run of commands the loop runs in place (the plain posts
      * of a stream) is one call, each of them a step. */
-    uint32_t n = burst ? pts__loop_run_inbox(a->loop, BURST - steps, by_urgency) : 0;
+    uint32_t max = BURST - steps < BURST_LOOK ? BURST - steps : BURST_LOOK;
+    uint32_t n = burst ? pts__loop_run_inbox(a->loop, max, by_urgency) : 0;
     bool ran = n > 0;
     if (ran) {
       steps += n;
@@ -472,7 +477,8 @@ static void run_step(pts__worker *w, pts_agent *a, uint64_t t0) {
       steps++;
       if (ran) by_urgency[pts__loop_last_urgency(a->loop)]++;
     }
-    if (!burst || !ran || steps >= BURST || !pts__mpsc_is_empty(&w->control)) break;
+    if (!burst || !ran || steps >= BURST || a->req_target >= 0 || !pts__mpsc_is_empty(&w->control))
+      break;
   }
   pts__tls_agent = NULL;
   for (int u = 0; u < PTS__URGENCY_COUNT; u++)
@@ -1217,7 +1223,7 @@ int pts_agent_new(pts_pool *pool, const pts_agent_options *opts, pts_agent **out
   atomic_init(&a->w, NULL);
   atomic_init(&a->thread, -1);
   atomic_init(&a->move_req, 0);
-  atomic_init(&a->delay_stats, true);
+  atomic_init(&a->delay_stats, false); /* off until asked for (2.0) */
   a->req_cmd.fn = move_req_cmd;
   a->req_target = -1;
   a->pinned = o.pinned;

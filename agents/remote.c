@@ -483,13 +483,8 @@ static __attribute__((noinline)) void xtask_refuse(xtask *x, int status) {
   }
 }
 
-/* The task itself (direct-callback form of postTask). */
-static void xtask_run(void *d, int status) {
-  xtask *x = d;
-  if (status != 0) {
-    xtask_refuse(x, status);
-    return;
-  }
+/* The task's steps once it starts (direct-callback form of postTask). */
+static inline void xtask_steps(xtask *x) {
   pts_agent *a = x->agent;
   if (x->due_ns != 0) {
     uint64_t now = pts__stat_now_ns();
@@ -511,6 +506,22 @@ static void xtask_run(void *d, int status) {
    * Only the kinds from BOX on own something to release. */
   if (v.kind >= PTS_VALUE_BOX) pts_value_release(v);
   if (!caller_owned) pts__node_put(x);
+}
+
+/* The task, as the scheduler calls it. */
+static void xtask_run(void *d, int status) {
+  if (status != 0) {
+    xtask_refuse(d, status);
+    return;
+  }
+  xtask_steps(d);
+}
+
+/* The task run in place (status 0): its steps alone, so that they inline
+ * into the command runner's pass. */
+static void xtask_run_in_place(void *d, int status) {
+  (void)status;
+  xtask_steps(d);
 }
 
 /* A post's rank (agents_impl.h): a plain post ranks as its priority. */
@@ -589,7 +600,7 @@ static int xtask_run_now(xtask *x) {
   int rank = x->rank;
   if (!take_in_place(a, rank)) return 0;
   pts__stat_add(&a->st_posts_enqueued, 1);
-  return pts__scheduler_run_now(a->sched, xtask_run, x, rank);
+  return pts__scheduler_run_now(a->sched, xtask_run_in_place, x, rank);
 }
 
 /* The common part of a post (the poster's stamp only if the agent times
@@ -741,9 +752,16 @@ static int xqueue_run_now(xqueue *q) {
  * before cmd's push is ahead of cmd in the inbox). This skips the queue (the
  * scheduler's, or the loop's for an ordinary task), the selection and, for a
  * post, the handle; measured in docs/agents.md ("Hot paths"). */
-int pts__agent_run_command(pts__command *cmd) {
-  if (cmd->fn == xtask_cmd) return xtask_run_now(container_of(cmd, xtask, cmd));
-  if (cmd->fn == xqueue_cmd) return xqueue_run_now(container_of(cmd, xqueue, cmd));
-  return 0;
+pts__command *pts__agent_run_command(pts_loop *loop, pts__command *cmd, pts__inbox_pass *pass) {
+  /* The commands behind cmd in the same call while they qualify: one
+   * call per run, not per task (loop_internal.h). */
+  do {
+    int pick = cmd->fn == xtask_cmd    ? xtask_run_now(container_of(cmd, xtask, cmd))
+               : cmd->fn == xqueue_cmd ? xqueue_run_now(container_of(cmd, xqueue, cmd))
+                                       : 0;
+    if (pick == 0) return cmd;
+    pts__inbox_pass_ran(pass, pick);
+  } while ((cmd = pts__loop_inbox_next(loop, pass)) != NULL);
+  return NULL;
 }
 

@@ -401,8 +401,15 @@ static inline void note_drained(pts_loop *loop, uint32_t n) {
 }
 
 /* Returns how many commands ran (after `already` taken by the caller in
- * the same pass); inbox_more tells whether the batch limit (not an empty
- * inbox) ended the drain. */
+ * the same pass); inbox_more tells whether the drain left a command behind:
+ * the batch limit ended it, or a producer is between the two steps of its
+ * push. pop cannot tell the second from an empty inbox when the stub is at
+ * tail, but is_empty can: its seq_cst load of head is the poll's half of the
+ * wake protocol (agents/pool.c, step 3). A producer whose wake hook found
+ * the wake token still taken (before the worker gave it back and polled)
+ * relies on this poll to see its push, and the push's link may not be
+ * visible yet; the drain then calls the wake hook itself, and the owner
+ * comes back for the command instead of sleeping on it. */
 static int drain_inbox(pts_loop *loop, uint32_t already) {
   int i;
   for (i = 0; i < INBOX_BATCH; i++) {
@@ -411,7 +418,7 @@ static int drain_inbox(pts_loop *loop, uint32_t already) {
     pts__command *c = container_of(n, pts__command, node);
     c->fn(c, 0);
   }
-  loop->inbox_more = i == INBOX_BATCH;
+  loop->inbox_more = i == INBOX_BATCH || !pts__mpsc_is_empty(&loop->inbox);
   note_drained(loop, already + (uint32_t)i);
   return i;
 }
@@ -691,18 +698,54 @@ static int urgency_of_priority(int prio) {
   return prio >= 3 ? PTS__URGENCY_HIGH : prio == 2 ? PTS__URGENCY_FIFO : PTS__URGENCY_LOW;
 }
 
+/* The provider (the scheduler) has no task runnable. */
+static inline bool provider_idle(pts_loop *loop) {
+  uint64_t order;
+  return loop->prov == NULL || loop->prov->peek(loop->prov_ctx, &order) < 0;
+}
+
 /* True when the inbox's next command, if it is a message task, would be the
  * pick of this step: nothing else is queued, due or pending in the loop. */
 static inline bool inbox_is_next(pts_loop *loop) {
-  uint64_t order;
   return loop->ready == NULL && loop->heap.len == 0 && loop->mt_head == NULL &&
-         (loop->prov == NULL || loop->prov->peek(loop->prov_ctx, &order) < 0);
+         provider_idle(loop);
 }
 
 /* The urgency class (PTS__URGENCY_*) of a pick (loop->last_pick's values). */
 static int urgency_of_pick(unsigned p) {
   return p >= LAST_PICK_CLASS ? urgency_of((int)(p - LAST_PICK_CLASS))
                               : urgency_of_priority((int)p - 1);
+}
+
+int pts__pick_urgency(int pick) { return urgency_of_pick((unsigned)pick); }
+
+/* Whether the pass may take one more task, the provider aside. */
+static inline bool inbox_pass_may_go_on(pts_loop *loop, const pts__inbox_pass *p) {
+  return p->ran != p->max && !atomic_load_explicit(&loop->stop_requested, memory_order_relaxed) &&
+         loop->ready == NULL && loop->heap.len == 0 && loop->mt_head == NULL;
+}
+
+/* A stream's pass that finds no linked successor behind the inbox's last
+ * node waits this many pauses (about 26 ns each on the project's VM: some
+ * 800 ns, the time of 40-50 posts) before it looks again, and only then
+ * takes that last node with pop. A consumer that keeps up with its producer
+ * otherwise looks at the last node's line at every post and pops it with an
+ * exchange on the producers' line, and the two threads trade those lines
+ * at every task: the producer's post then waits for them and the stream
+ * runs at the speed of the line transfers. After the wait the producer has
+ * posted a batch the pass takes without contention. The wait is paid once
+ * when a stream ends (measured in docs/agents.md, "Hot paths"). */
+#define STREAM_WAIT_PAUSES 32
+
+pts__command *pts__loop_inbox_next(pts_loop *loop, const pts__inbox_pass *p) {
+  if (!inbox_pass_may_go_on(loop, p)) return NULL;
+  pts__mpsc_node *node = pts__mpsc_pop_linked(&loop->inbox);
+  if (node == NULL) {
+    for (int i = 0; i < STREAM_WAIT_PAUSES; i++) pts__cpu_pause();
+    node = pts__mpsc_pop_linked(&loop->inbox);
+    if (node == NULL) node = pts__mpsc_pop(&loop->inbox);
+  }
+  return node == NULL ? NULL : container_of(node, pts__command, node);
 }
 
 /* The cross-thread hot path (docs/loop.md): takes commands from the
@@ -716,10 +759,7 @@ static int urgency_of_pick(unsigned p) {
  * Returns the tasks run (loop->last_pick says what the last one was). The
  * caller has checked inbox_is_next(). */
 static uint32_t inbox_run(pts_loop *loop, uint32_t max, uint32_t *counts, bool *applied) {
-  uint32_t n = 0;
-  int pick = LAST_PICK_CLASS + CLS_FIFO;
-  /* The urgency of the last pick counted: a stream repeats one pick. */
-  int counted_pick = -1, urgency = 0;
+  pts__inbox_pass p = {0, max, counts, LAST_PICK_CLASS + CLS_FIFO, -1, 0};
   *applied = false;
   for (;;) {
     pts__mpsc_node *node = pts__mpsc_pop(&loop->inbox);
@@ -730,39 +770,31 @@ static uint32_t inbox_run(pts_loop *loop, uint32_t max, uint32_t *counts, bool *
       t = &container_of(c, xreq, cmd)->t;
     else if (c->fn == xpost_cmd)
       t = &container_of(c, xpost, cmd)->t;
-    if (t == NULL || !t->global->active || t->global->detached) {
-      int ran = t == NULL && loop->run_command != NULL ? loop->run_command(c) : 0;
-      if (ran == 0) {
-        c->fn(c, 0);
-        *applied = true;
-        break;
-      }
-      pick = ran;
-    } else {
-      pick = LAST_PICK_CLASS + CLS_FIFO;
+    if (t != NULL && t->global->active && !t->global->detached) {
       loop->next_order++; /* spec: the task was queued */
       /* The caller may reuse its request from here on. */
       pts__script_enter(loop);
       t->fn(t->data, 0);
       pts__script_leave(loop);
-    }
-    if (counts != NULL) {
-      if (pick != counted_pick) {
-        counted_pick = pick;
-        urgency = urgency_of_pick((unsigned)pick);
+      pts__inbox_pass_ran(&p, LAST_PICK_CLASS + CLS_FIFO);
+    } else {
+      /* The runner may run a whole run of commands in this call. */
+      pts__command *left =
+          t == NULL && loop->run_command != NULL ? loop->run_command(loop, c, &p) : c;
+      if (left != NULL) {
+        left->fn(left, 0);
+        *applied = true;
+        break;
       }
-      counts[urgency]++;
     }
-    if (++n == max || atomic_load_explicit(&loop->stop_requested, memory_order_relaxed) ||
-        !inbox_is_next(loop))
-      break;
+    if (!inbox_pass_may_go_on(loop, &p) || !provider_idle(loop)) break;
   }
-  if (n > 0) {
-    loop->last_pick = (uint8_t)pick;
+  if (p.ran > 0) {
+    loop->last_pick = (uint8_t)p.pick;
     loop->streak = 0; /* a pick with no other class waiting */
   }
   loop->inbox_more = pts__mpsc_maybe_nonempty(&loop->inbox);
-  return n;
+  return p.ran;
 }
 
 /* Nothing but the provider's queues can have work for the next pick: no

@@ -147,14 +147,51 @@ typedef struct pts__command {
 /* Any thread; wakes the loop only if it sleeps. */
 void pts__loop_send_from_any_thread(pts_loop *loop, pts__command *cmd);
 
+/* A pass of in-place runs over the inbox (loop.c, inbox_run): how many
+ * tasks ran and what the last one was, read and counted by the loop and by
+ * its command runner. */
+typedef struct pts__inbox_pass {
+  uint32_t ran, max; /* tasks run in the pass; its limit */
+  uint32_t *counts;  /* counts[PTS__URGENCY_*] of each task run, or NULL */
+  int pick;          /* the last task's pick (pts__loop_last_urgency) */
+  int counted_pick, urgency; /* the last pick counted and its urgency: a
+                              * stream repeats one pick */
+} pts__inbox_pass;
+/* The urgency (PTS__URGENCY_*) of a pick, for pts__inbox_pass_ran. */
+int pts__pick_urgency(int pick);
+/* Owner thread, the loop and its runner: counts a task run in place, of
+ * that pick. Inline: once per task of a stream. */
+static inline void pts__inbox_pass_ran(pts__inbox_pass *pass, int pick) {
+  pass->ran++;
+  pass->pick = pick;
+  if (pass->counts != NULL) {
+    if (pick != pass->counted_pick) {
+      pass->counted_pick = pick;
+      pass->urgency = pts__pick_urgency(pick);
+    }
+    pass->counts[pass->urgency]++;
+  }
+}
+/* Owner thread, the runner only: the inbox's next command, popped, while the
+ * pass may go on (below its limit, no stop requested, no ordinary task
+ * ready, no timer armed, no microtask queued), else NULL. The provider's
+ * queues are the runner's to check before it runs what this gives. */
+pts__command *pts__loop_inbox_next(pts_loop *loop, const pts__inbox_pass *pass);
+
 /* Runs a command popped from the inbox as the loop's pick when it can: the
  * loop calls it, on its owner thread, only with nothing else runnable (no
  * ordinary task ready, no provider task queued, no timer, no microtask).
- * Returns the pick, as pts__provider_ops.run_next (1 + the effective
- * priority of the provider's task it ran) or PTS__PICK_ORDINARY_TASK (an
- * ordinary task of the timer, message or generic source), or 0 having done
- * nothing: the loop then applies the command as usual. */
-typedef int (*pts__command_runner)(pts__command *cmd);
+ * It counts each task it runs with pts__inbox_pass_ran, its pick as
+ * pts__provider_ops.run_next's (1 + the effective priority of the
+ * provider's task it ran) or PTS__PICK_ORDINARY_TASK (an ordinary task of
+ * the timer, message or generic source). Then it may go on with the
+ * commands behind cmd, taken with pts__loop_inbox_next, in the same call:
+ * one call per run of commands, not per command, is what keeps a stream's
+ * per-task cost low. Returns NULL when it ran every command it took, or the
+ * one it took and did not run (cmd itself if it ran nothing): the loop then
+ * applies that one as usual, and the pass ends. */
+typedef pts__command *(*pts__command_runner)(pts_loop *loop, pts__command *cmd,
+                                             pts__inbox_pass *pass);
 /* The pick of an ordinary task of the timer, message or generic source (the
  * FIFO class of docs/loop.md), above every provider pick. */
 #define PTS__PICK_ORDINARY_TASK 18

@@ -3,7 +3,7 @@
  * PTS__ATOMIC(T), the spelling of an atomic field that lets the sync headers
  * compile as C11 (_Atomic) and as C++17 (std::atomic, same size and alignment
  * on the GCC and Clang ABIs), so C++ tests can embed these structs. Only the C
- * files operate on the fields. */
+ * files operate on the fields. And pts__cpu_pause(), the spin-wait hint. */
 #ifndef PTSCHED_SYNC_CACHELINE_H
 #define PTSCHED_SYNC_CACHELINE_H
 
@@ -22,5 +22,13 @@ static_assert(sizeof(std::atomic<void *>) == sizeof(void *) &&
 #include <stdatomic.h>
 #define PTS__ATOMIC(T) _Atomic(T)
 #endif
+
+/* One pause of a spin-wait: lets the other hyperthread run and keeps the
+ * loop from flooding the memory system with loads (a no-op elsewhere). */
+static inline void pts__cpu_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
 
 #endif /* PTSCHED_SYNC_CACHELINE_H */

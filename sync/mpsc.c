@@ -27,6 +27,9 @@
  *           4. Else push the stub behind tail so tail gets a successor, then
  *              return tail if its next is now set (a producer may have slipped
  *              in between 3 and 4, in which case try again later).
+ * pop_linked(): steps 1-2 only: NULL where pop would go on to step 3. It
+ *           never reads or writes head, so a consumer that keeps up with a
+ *           stream does not take the producers' line at every pop.
  * empty:    tail == stub and head == stub: no push has begun since the stub
  *           was last pushed, and the stub has no successor.
  */
@@ -57,7 +60,7 @@ void pts__mpsc_push(pts__mpsc *q, pts__mpsc_node *node) {
   atomic_store_explicit(&prev->next, node, memory_order_release);
 }
 
-pts__mpsc_node *pts__mpsc_pop(pts__mpsc *q) {
+pts__mpsc_node *pts__mpsc_pop_linked(pts__mpsc *q) {
   pts__mpsc_node *tail = q->tail;
   /* Acquire: pairs with the producer's release link store, so the node the
    * link points to (and its command payload) is fully visible. */
@@ -70,14 +73,20 @@ pts__mpsc_node *pts__mpsc_pop(pts__mpsc *q) {
     /* Acquire: same pairing as above, one node further. */
     next = atomic_load_explicit(&tail->next, memory_order_acquire);
   }
-  if (next != NULL) {
-    q->tail = next;
-    return tail;
-  }
+  if (next == NULL) return NULL; /* the last node, or mid-push behind it */
+  q->tail = next;
+  return tail;
+}
+
+pts__mpsc_node *pts__mpsc_pop(pts__mpsc *q) {
+  pts__mpsc_node *node = pts__mpsc_pop_linked(q); /* steps 1-2 */
+  if (node != NULL) return node;
+  pts__mpsc_node *tail = q->tail;
+  if (tail == &q->stub) return NULL; /* empty, or the first push is mid-way */
   /* Acquire is not needed for the pointer comparison itself, but it keeps
-   * this load from being hoisted above the tail->next load above, so a stale
-   * head can only make us report mid-push (retry), never hand out tail early.
-   */
+   * this load from being hoisted above the tail->next load of pop_linked, so
+   * a stale head can only make us report mid-push (retry), never hand out
+   * tail early. */
   pts__mpsc_node *head = atomic_load_explicit(&q->head, memory_order_acquire);
   if (tail != head) return NULL; /* a producer is between exchange and link */
   /* tail is the last node: give it a successor so it can be returned without
@@ -85,7 +94,7 @@ pts__mpsc_node *pts__mpsc_pop(pts__mpsc *q) {
   pts__mpsc_push(q, &q->stub);
   /* Acquire: pairs with the release link store (ours for the stub, or that
    * of a producer that exchanged head between our load and our push). */
-  next = atomic_load_explicit(&tail->next, memory_order_acquire);
+  pts__mpsc_node *next = atomic_load_explicit(&tail->next, memory_order_acquire);
   if (next != NULL) {
     q->tail = next;
     return tail;

@@ -45,6 +45,13 @@ void pts__mpsc_push(pts__mpsc *q, pts__mpsc_node *node);
  * a later pop: see pts__mpsc_is_empty before deciding to sleep). */
 pts__mpsc_node *pts__mpsc_pop(pts__mpsc *q);
 
+/* Consumer only. pop, but only a node whose successor is linked: NULL for
+ * the last node (and mid-push), which stays for pop to take. For a
+ * consumer that keeps up with a stream (pts__loop_inbox_next): taking the
+ * last node costs pop an exchange on the producers' line and a stub push
+ * their next link lands on. */
+pts__mpsc_node *pts__mpsc_pop_linked(pts__mpsc *q);
+
 /* Consumer only. True when no push has begun that pop has not returned: a
  * consumer that sees pop() == NULL and !is_empty must retry, not sleep. */
 bool pts__mpsc_is_empty(pts__mpsc *q);

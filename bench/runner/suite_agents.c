@@ -278,7 +278,8 @@ static double s_agent_split(void *arg) {
 }
 
 /* The split of the agent stream under `name` (its delay statistic on or
- * off for the run): NAME.poster_ns_per_post and NAME.drain_ns_per_task. */
+ * off for the run, off again after it, the default): NAME.poster_ns_per_post
+ * and NAME.drain_ns_per_task. */
 static void agent_split(rb_ctx *ctx, pts_agent *a, size_t n, pts_agent_task_req *reqs,
                         const char *name, bool timed) {
   asplit_arg g = {a, n, reqs, calloc((size_t)ctx->runs + 1, sizeof(double)), 0};
@@ -292,7 +293,7 @@ static void agent_split(rb_ctx *ctx, pts_agent *a, size_t n, pts_agent_task_req 
     snprintf(key, sizeof key, "crossthread.%s.poster_ns_per_post", name);
     rb_record(ctx, key, "ns", RB_INFO, g.post_ns + 1, (size_t)ctx->runs);
   }
-  (void)pts_agent_set_delay_stats(a, true);
+  (void)pts_agent_set_delay_stats(a, false);
   free(g.post_ns);
 }
 
@@ -320,16 +321,16 @@ void rb_agents_crossthread_part(rb_ctx *ctx) {
                    s_agent_stream, &c))
       rb_record_alloc(ctx, "crossthread.agent_post_task_cached.alloc_bytes_per_task",
                       c.alloc_post, c.alloc_cons, n, counted, false);
-    /* The request stream with the start-delay statistic off: what its two
-     * clock reads per post cost (information). */
-    if (pts_agent_set_delay_stats(a, false) == 0) {
+    /* The request stream with the start-delay statistic on (off by
+     * default): what its two clock reads per post cost (information). */
+    if (pts_agent_set_delay_stats(a, true) == 0) {
       axt_arg u = {a, n, AXT_POST_REQ, reqs, -1, -1};
-      rb_measure(ctx, "crossthread.agent_post_task_untimed.ns_per_task", "ns", RB_INFO,
+      rb_measure(ctx, "crossthread.agent_post_task_timed.ns_per_task", "ns", RB_INFO,
                  s_agent_stream, &u);
-      (void)pts_agent_set_delay_stats(a, true);
+      (void)pts_agent_set_delay_stats(a, false);
     }
-    agent_split(ctx, a, n, reqs, "agent_post_task", true);
-    agent_split(ctx, a, n, reqs, "agent_post_task_untimed", false);
+    agent_split(ctx, a, n, reqs, "agent_post_task", false);
+    agent_split(ctx, a, n, reqs, "agent_post_task_timed", true);
     const char *keys[] = {"crossthread.agent_queue.ns_per_task",
                           "crossthread.agent_post_task.ns_per_task",
                           "crossthread.agent_post_task_cached.ns_per_task"};
@@ -344,8 +345,8 @@ void rb_agents_crossthread_part(rb_ctx *ctx) {
     rb_ratio_info(ctx, "crossthread.agent_post_task_cached.x_post_cached",
                   "crossthread.agent_post_task_cached.ns_per_task",
                   "crossthread.post_cached.ns_per_task");
-    rb_ratio_info(ctx, "crossthread.agent_post_task_untimed.x_post",
-                  "crossthread.agent_post_task_untimed.ns_per_task", "crossthread.post.ns_per_task");
+    rb_ratio_info(ctx, "crossthread.agent_post_task_timed.x_post",
+                  "crossthread.agent_post_task_timed.ns_per_task", "crossthread.post.ns_per_task");
     /* The pool thread alone against the whole of the loop's stream. */
     rb_ratio_info(ctx, "crossthread.agent_post_task.drain_x_post",
                   "crossthread.agent_post_task.drain_ns_per_task", "crossthread.post.ns_per_task");

@@ -305,7 +305,7 @@ typedef enum pts_task_class {
 typedef struct pts_agent_stats {
   uint64_t tasks_run[PTS_CLASS_COUNT]; /**< by class of the task when it started */
   uint64_t cpu_ns;         /**< time spent running this agent's steps */
-  uint64_t delay_hist[PTS_DELAY_BUCKETS]; /**< start delay of cross-thread posted tasks (pts_agent_set_delay_stats) */
+  uint64_t delay_hist[PTS_DELAY_BUCKETS]; /**< start delay of cross-thread posted tasks, while timed (pts_agent_set_delay_stats: off by default) */
   uint64_t inbox_depth;    /**< commands posted and not yet applied */
   uint64_t inbox_max;      /**< largest depth seen at a drain */
   uint64_t moves;          /**< times its loop moved to another thread (since 1.0) */
@@ -337,12 +337,13 @@ typedef struct pts_thread_stats {
  * out. */
 PTS_EXTERN int pts_agent_get_stats(const pts_agent *a, pts_agent_stats *out);
 /** Whether cross-thread posts to the agent are timed for
- * pts_agent_stats.delay_hist (since 1.1). On when the agent is created.
- * Timing a post costs a clock read on the posting thread and one on the
- * pool thread when the task starts, with the histogram's update (on the
- * project's VM about 6 ns per post and 20 ns per task, docs/benchmarks.md
- * "Latest numbers"); off, posts skip both and delay_hist does not count
- * them. Any thread; posts made after the call follow it, a post made
+ * pts_agent_stats.delay_hist (since 1.1). Off when the agent is created
+ * (since 2.0; on in 1.x): timing a post costs a clock read on the posting
+ * thread and one on the pool thread when the task starts, with the
+ * histogram's update (on the project's VM about 6 ns per post and 15 ns per
+ * task, docs/benchmarks.md "Latest numbers"), so only an agent whose
+ * histogram is read pays for it. Off, posts skip both and delay_hist does
+ * not count them. Any thread; posts made after the call follow it, a post made
  * concurrently with it may go either way.
  * @retval 0 success. @retval PTS_EINVAL NULL a. */
 PTS_EXTERN int pts_agent_set_delay_stats(pts_agent *a, bool on);

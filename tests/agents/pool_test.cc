@@ -460,6 +460,7 @@ TEST_F(PoolTest, StatisticsCountTasksDelaysAndInbox) {
   pts_pool *p = NewPool(1, PTS_POLICY_ROUND_ROBIN);
   pts_agent *a;
   ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_EQ(0, pts_agent_set_delay_stats(a, true));  // off by default
   // Attached and idle first, so the blocker runs in place (docs/agents.md,
   // "Hot paths") whatever the timing of the agent's creation.
   ASSERT_EQ(0, pts_agent_drain(a));
@@ -502,9 +503,10 @@ TEST_F(PoolTest, StatisticsCountTasksDelaysAndInbox) {
   pts_agent_unref(a);
 }
 
-// pts_agent_set_delay_stats: posts made while it is off are not timed, so
-// delay_hist leaves them out (plain posts and posts with a done callback
-// alike) while every other statistic counts them; on again, posts count.
+// pts_agent_set_delay_stats: posts made while it is off (the default, since
+// 2.0) are not timed, so delay_hist leaves them out (plain posts and posts
+// with a done callback alike) while every other statistic counts them; on,
+// posts count; off again, they do not.
 TEST_F(PoolTest, DelayStatisticsCanBeTurnedOffAndOn) {
   EXPECT_EQ(PTS_EINVAL, pts_agent_set_delay_stats(nullptr, false));
   pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
@@ -515,7 +517,6 @@ TEST_F(PoolTest, DelayStatisticsCanBeTurnedOffAndOn) {
     EXPECT_EQ(0, pts_agent_get_stats(a, &st));
     return delay_hist_total(st);
   };
-  ASSERT_EQ(0, pts_agent_set_delay_stats(a, false));
   const int n = 20;
   int64_t v = 1;
   Result done;
@@ -534,6 +535,12 @@ TEST_F(PoolTest, DelayStatisticsCanBeTurnedOffAndOn) {
     ASSERT_EQ(0, pts_agent_post_task(a, &po, return_int, &v, result_fn, &done, nullptr));
   }
   ASSERT_TRUE(wait_until([&] { return done.calls.load() == 2 * n; }));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  EXPECT_EQ(static_cast<uint64_t>(2 * n), hist_total());
+  ASSERT_EQ(0, pts_agent_set_delay_stats(a, false));
+  for (int i = 0; i < n; i++)
+    ASSERT_EQ(0, pts_agent_post_task(a, &po, return_int, &v, result_fn, &done, nullptr));
+  ASSERT_TRUE(wait_until([&] { return done.calls.load() == 3 * n; }));
   ASSERT_EQ(0, pts_agent_drain(a));
   EXPECT_EQ(static_cast<uint64_t>(2 * n), hist_total());
   EXPECT_EQ(0, pts_pool_shutdown(p));
@@ -613,6 +620,7 @@ TEST_F(PoolTest, PostTaskReqRunsOnceInOrderAndLeavesTheRequestToItsCallback) {
   pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
   pts_agent *a;
   ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_EQ(0, pts_agent_set_delay_stats(a, true));  // in-place runs are timed too
   ASSERT_EQ(0, pts_agent_drain(a));
   const int n = 50;
   RunLog log;
@@ -754,6 +762,7 @@ TEST_F(PoolTest, PlainPostsToAnAgentAloneRunInPlaceAndAreCounted) {
   pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
   pts_agent *a;
   ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_EQ(0, pts_agent_set_delay_stats(a, true));  // in-place runs are timed too
   const int n = 50;
   RunLog log;
   std::vector<Tagged> t;

@@ -6,3 +6,16 @@ uint64_t pts_test_loop_wakes(pts_loop *loop);
 uint64_t pts_test_loop_wakes(pts_loop *loop) {
   return pts__parker_wake_syscalls(&loop->parker);
 }
+
+/* A producer stopped between the two steps of its push (sync/mpsc.c):
+ * begin_push exchanges cmd into the inbox's head and returns the node its
+ * link goes into; end_push writes that link. */
+pts__mpsc_node *pts_test_loop_begin_push(pts_loop *loop, pts__command *cmd);
+pts__mpsc_node *pts_test_loop_begin_push(pts_loop *loop, pts__command *cmd) {
+  atomic_store_explicit(&cmd->node.next, NULL, memory_order_relaxed);
+  return atomic_exchange_explicit(&loop->inbox.head, &cmd->node, memory_order_seq_cst);
+}
+void pts_test_loop_end_push(pts__mpsc_node *prev, pts__command *cmd);
+void pts_test_loop_end_push(pts__mpsc_node *prev, pts__command *cmd) {
+  atomic_store_explicit(&prev->next, &cmd->node, memory_order_release);
+}

@@ -12,6 +12,8 @@
 #include "util.h"
 
 extern "C" uint64_t pts_test_loop_wakes(pts_loop *loop);
+extern "C" pts__mpsc_node *pts_test_loop_begin_push(pts_loop *loop, pts__command *cmd);
+extern "C" void pts_test_loop_end_push(pts__mpsc_node *prev, pts__command *cmd);
 
 namespace {
 
@@ -178,6 +180,40 @@ TEST(PoolHooks, PollWakesAgainWhenItLeavesCommandsBehind) {
   EXPECT_EQ(0, pts_loop_free(l));
 }
 
+struct Applied {
+  pts__command cmd;
+  int applied = 0;
+};
+void applied_fn(pts__command *c, int status) {
+  if (status == 0) reinterpret_cast<Applied *>(c)->applied++;
+}
+
+// A poll that meets a push stopped between its exchange and its link (the
+// producer's wake hook ran before the owner gave the wake token back, so
+// nobody else will wake the owner for it) calls the wake hook itself, and
+// the command is applied by the poll after the link lands. Without it the
+// owner slept on the command (found with a ping-pong of two agents).
+TEST(PoolHooks, PollComesBackForAPushStoppedMidway) {
+  pts_loop *l = new_loop();
+  Hook h;
+  ASSERT_EQ(0, pts__loop_pool_attach(l, Hook::fn, &h));
+  for (bool leave_inbox : {false, true}) {
+    Applied c;
+    c.cmd.fn = applied_fn;
+    pts__mpsc_node *prev = pts_test_loop_begin_push(l, &c.cmd);
+    int before = h.calls.load();
+    EXPECT_EQ(PTS__URGENCY_NONE, pts__loop_poll(l, leave_inbox));
+    EXPECT_EQ(before + 1, h.calls.load());  // come back
+    EXPECT_EQ(0, c.applied);
+    pts_test_loop_end_push(prev, &c.cmd);
+    EXPECT_EQ(PTS__URGENCY_NONE, pts__loop_poll(l, false));
+    EXPECT_EQ(1, c.applied);
+    EXPECT_EQ(before + 1, h.calls.load());  // nothing left: no wake
+  }
+  pts__loop_pool_detach(l);
+  EXPECT_EQ(0, pts_loop_free(l));
+}
+
 // A command the runner below may run in place: it logs "run N" when run,
 // "apply N" (or "cancel N") when applied the usual way.
 struct RCmd {
@@ -190,12 +226,17 @@ void rcmd_apply(pts__command *c, int status) {
   auto *r = reinterpret_cast<RCmd *>(c);
   r->log->push_back((status == 0 ? "apply " : "cancel ") + std::to_string(r->id));
 }
-int rcmd_runner(pts__command *c) {
-  if (c->fn != rcmd_apply) return 0;
-  auto *r = reinterpret_cast<RCmd *>(c);
-  if (!r->runnable) return 0;
-  r->log->push_back("run " + std::to_string(r->id));
-  return 5;  // as a provider task of effective priority 4 (user-blocking)
+// Runs the commands behind the first in the same call, as the agents
+// layer's runner does.
+pts__command *rcmd_runner(pts_loop *l, pts__command *c, pts__inbox_pass *pass) {
+  do {
+    if (c->fn != rcmd_apply) return c;
+    auto *r = reinterpret_cast<RCmd *>(c);
+    if (!r->runnable) return c;
+    r->log->push_back("run " + std::to_string(r->id));
+    pts__inbox_pass_ran(pass, 5);  // as a provider task of effective priority 4 (user-blocking)
+  } while ((c = pts__loop_inbox_next(l, pass)) != NULL);
+  return nullptr;
 }
 
 // The command runner (loop_internal.h) sees a command only when nothing else

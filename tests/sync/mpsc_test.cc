@@ -125,6 +125,38 @@ TEST(Mpsc, MidPushWhileLastNodeIsAtTail) {
   EXPECT_TRUE(pts__mpsc_is_empty(&q));
 }
 
+// pop_linked hands out a node only once its successor is linked, and
+// leaves the last node (and a node whose successor is mid-push) to pop,
+// without touching head: the queue stays consistent for pop after it.
+TEST(Mpsc, PopLinkedLeavesTheLastNodeToPop) {
+  pts__mpsc q;
+  pts__mpsc_init(&q);
+  Cmd a, b, c;
+  EXPECT_EQ(pts__mpsc_pop_linked(&q), nullptr);  // empty
+  pts__mpsc_push(&q, &a.node);
+  EXPECT_EQ(pts__mpsc_pop_linked(&q), nullptr);  // a is the last node
+  pts__mpsc_node *head = q.head.load();
+  EXPECT_EQ(head, &a.node);  // no stub pushed
+  pts__mpsc_push(&q, &b.node);
+  EXPECT_EQ(pts__mpsc_pop_linked(&q), &a.node);
+  pts__mpsc_node *prev = begin_push(&q, &c.node);
+  EXPECT_EQ(pts__mpsc_pop_linked(&q), nullptr);  // b's successor is mid-push
+  EXPECT_EQ(pts__mpsc_pop(&q), nullptr);
+  end_push(prev, &c.node);
+  EXPECT_EQ(pts__mpsc_pop_linked(&q), &b.node);
+  EXPECT_EQ(pts__mpsc_pop_linked(&q), nullptr);  // c is the last node
+  EXPECT_EQ(pts__mpsc_pop(&q), &c.node);
+  EXPECT_EQ(pts__mpsc_pop_linked(&q), nullptr);
+  EXPECT_TRUE(pts__mpsc_is_empty(&q));
+  for (int i = 0; i < 3; i++) {  // and again from the stub, reusing a
+    pts__mpsc_push(&q, &a.node);
+    pts__mpsc_push(&q, &b.node);
+    EXPECT_EQ(pts__mpsc_pop_linked(&q), &a.node);
+    EXPECT_EQ(pts__mpsc_pop(&q), &b.node);
+    EXPECT_TRUE(pts__mpsc_is_empty(&q));
+  }
+}
+
 // ---- concurrent ----
 
 // One producer: pushes `count` commands numbered 0..count-1, cycling through
@@ -163,8 +195,10 @@ struct Checker {
   }
 };
 
+// linked_first: the consumer tries pop_linked first, pop only when it
+// gives nothing (the loop's stream pass, pts__loop_inbox_next).
 static void run_spinning(size_t producers, uint64_t per_producer,
-                         size_t pool_size) {
+                         size_t pool_size, bool linked_first = false) {
   pts__mpsc q;
   pts__mpsc_init(&q);
   std::vector<std::vector<Cmd>> pools(producers);
@@ -177,8 +211,14 @@ static void run_spinning(size_t producers, uint64_t per_producer,
   Checker check(producers);
   uint64_t total = producers * per_producer;
   uint64_t mid_push_seen = 0;
+  uint64_t linked = 0;
   while (check.received < total) {
-    pts__mpsc_node *n = pts__mpsc_pop(&q);
+    pts__mpsc_node *n = linked_first ? pts__mpsc_pop_linked(&q) : nullptr;
+    if (n != nullptr) {
+      linked++;
+    } else {
+      n = pts__mpsc_pop(&q);
+    }
     if (n != nullptr) {
       check.take(n);
       continue;
@@ -196,6 +236,9 @@ static void run_spinning(size_t producers, uint64_t per_producer,
   }
   ::testing::Test::RecordProperty("mid_push_seen",
                                   static_cast<int>(mid_push_seen));
+  if (linked_first) {
+    EXPECT_GT(linked, 0u);
+  }
 }
 
 TEST(MpscStress, FourProducersExactlyOncePerProducerFifo) {
@@ -206,6 +249,11 @@ TEST(MpscStress, FourProducersExactlyOncePerProducerFifo) {
 TEST(MpscStress, TwoProducersOneConsumer) {
   uint64_t n = pts_sync_test::stress_long() ? 4000000 : 200000;
   run_spinning(2, n, 4);
+}
+
+TEST(MpscStress, PopLinkedThenPopExactlyOncePerProducerFifo) {
+  uint64_t n = pts_sync_test::stress_long() ? 2000000 : 100000;
+  run_spinning(3, n, 8, true);
 }
 
 // The inbox as the loop uses it: the consumer parks when the queue is empty,
