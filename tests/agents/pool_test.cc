@@ -754,6 +754,119 @@ TEST_F(PoolTest, APostThatWouldOutrankPlainOnesAheadOfItStillRunsFirst) {
   pts_agent_unref(a);
 }
 
+// A burst of an agent alone on its thread runs up to 1,024 steps, but looks
+// at the thread's control queue every 64: an agent added to the thread while
+// a stream of in-place posts runs starts its task within about 64 of the
+// stream's tasks, not at the end of the burst (agents/pool.c, BURST_LOOK).
+struct SpinCount {
+  std::atomic<int> n{0};
+};
+pts_value spin_count(void *data, int status) {
+  auto *c = static_cast<SpinCount *>(data);
+  if (status == 0) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(2);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    c->n.fetch_add(1);
+  }
+  return pts_undefined();
+}
+struct SeenAt {
+  SpinCount *stream;
+  std::atomic<int> at{-1};
+};
+void note_stream_count(void *data, int status) {
+  auto *s = static_cast<SeenAt *>(data);
+  if (status == 0) s->at.store(s->stream->n.load());
+}
+
+TEST_F(PoolTest, AnAgentAddedDuringABurstRunsWithinAFewOfItsTasks) {
+  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  Blocker blk;
+  ASSERT_TRUE(blk.block(a));
+  const int n = 3000;  // 2 us each: some 6 ms of in-place tasks
+  SpinCount c;
+  std::vector<pts_agent_task_req *> reqs;
+  for (int i = 0; i < n; i++) {
+    reqs.push_back(new_req());
+    ASSERT_EQ(0, pts_agent_post_task_req(a, PTS_PRIORITY_USER_VISIBLE, reqs.back(),
+                                         spin_count, &c));
+  }
+  blk.release.store(true);
+  ASSERT_TRUE(wait_until([&] { return c.n.load() >= 100; }));
+  pts_agent_options o = PTS_AGENT_OPTIONS_INIT;
+  o.thread = 0;
+  pts_agent *b;
+  ASSERT_EQ(0, pts_agent_new(p, &o, &b));
+  SeenAt seen{&c};
+  ASSERT_EQ(0, pts_agent_queue_task(b, PTS_SOURCE_MESSAGE, note_stream_count, &seen));
+  int posted_at = c.n.load();
+  ASSERT_TRUE(wait_until([&] { return seen.at.load() >= 0; }));
+  EXPECT_LT(seen.at.load(), n);           // during the stream
+  EXPECT_LE(seen.at.load() - posted_at, 400);  // not at the burst's end (1,024)
+  ASSERT_TRUE(wait_until([&] { return c.n.load() == n; }));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
+  pts_agent_unref(b);
+  for (pts_agent_task_req *r : reqs) std::free(r);
+}
+
+// A pts_agent_move request applied during a burst ends it, so the move
+// comes at the next step boundary, not up to 1,024 steps later at the
+// burst's end (agents/pool.c, run_step). The request sits behind 1,500
+// posts and ranks above them, so they do not run in place: the first few
+// steps apply the whole inbox, the request with it, and the move follows
+// within a few tasks while some 3,000 remain queued.
+struct OnThread {
+  int idx;
+  std::vector<std::thread::id> *ids;
+};
+pts_value note_thread(void *data, int status) {
+  auto *t = static_cast<OnThread *>(data);
+  if (status == 0) (*t->ids)[static_cast<size_t>(t->idx)] = std::this_thread::get_id();
+  return pts_undefined();
+}
+
+TEST_F(PoolTest, AMoveAppliedDuringABurstIsMadeAtTheNextStep) {
+  pts_pool *p = NewPool(2, PTS_POLICY_STRICT);
+  pts_agent_options o = PTS_AGENT_OPTIONS_INIT;
+  o.thread = 0;
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, &o, &a));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  Blocker blk;
+  ASSERT_TRUE(blk.block(a));
+  const int before = 1500, n = 3000;
+  std::vector<std::thread::id> ids(n);
+  std::vector<OnThread> t(n);
+  std::vector<pts_agent_task_req *> reqs;
+  for (int i = 0; i < n; i++) {
+    t[i] = OnThread{i, &ids};
+    if (i == before) {
+      ASSERT_EQ(0, pts_agent_move(a, 1));
+    }
+    reqs.push_back(new_req());
+    ASSERT_EQ(0, pts_agent_post_task_req(a, PTS_PRIORITY_USER_VISIBLE, reqs.back(), note_thread,
+                                         &t[i]));
+  }
+  blk.release.store(true);
+  ASSERT_TRUE(wait_until([&] { return pts_agent_drain(a) == 0 && pts_agent_thread(a) == 1; }));
+  int moved = -1;
+  for (int i = 0; i < n && moved < 0; i++) {
+    if (ids[static_cast<size_t>(i)] != ids[0]) moved = i;
+  }
+  EXPECT_GT(moved, 0);
+  EXPECT_LT(moved, 100);  // not at the burst's end
+  for (int i = moved; i < n; i++) EXPECT_NE(ids[0], ids[static_cast<size_t>(i)]);
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
+  for (pts_agent_task_req *r : reqs) std::free(r);
+}
+
 // Plain posts to an agent alone on its thread run in place, the first one
 // too (the wake-up's poll leaves the inbox to the step), in posting order,
 // and they count as postTask tasks in every statistic: enqueued, applied
