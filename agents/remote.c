@@ -594,13 +594,13 @@ static bool take_in_place(pts_agent *a, int rank) {
 }
 
 /* A plain post popped with nothing else runnable: it runs at once, as the
- * scheduler's pick; 0 if it may not. */
-static int xtask_run_now(xtask *x) {
+ * scheduler's pick, in the command runner's run; 0 if it may not. */
+static int xtask_run_now(xtask *x, pts__sched_run *run) {
   pts_agent *a = x->agent;
   int rank = x->rank;
   if (!take_in_place(a, rank)) return 0;
   pts__stat_add(&a->st_posts_enqueued, 1);
-  return pts__scheduler_run_now(a->sched, xtask_run_in_place, x, rank);
+  return pts__scheduler_run_in(run, a->sched, xtask_run_in_place, x, rank);
 }
 
 /* The common part of a post (the poster's stamp only if the agent times
@@ -754,14 +754,26 @@ static int xqueue_run_now(xqueue *q) {
  * post, the handle; measured in docs/agents.md ("Hot paths"). */
 pts__command *pts__agent_run_command(pts_loop *loop, pts__command *cmd, pts__inbox_pass *pass) {
   /* The commands behind cmd in the same call while they qualify: one
-   * call per run, not per task (loop_internal.h). */
+   * call per run, not per task (loop_internal.h). Plain posts of one
+   * priority in a row share the scheduler's run (its state set once); the
+   * run ends before anything else runs: an ordinary task, or the loop
+   * applying a command. */
+  pts__sched_run run = PTS__SCHED_RUN_INIT;
   do {
-    int pick = cmd->fn == xtask_cmd    ? xtask_run_now(container_of(cmd, xtask, cmd))
-               : cmd->fn == xqueue_cmd ? xqueue_run_now(container_of(cmd, xqueue, cmd))
-                                       : 0;
-    if (pick == 0) return cmd;
+    int pick = 0;
+    if (cmd->fn == xtask_cmd) {
+      pick = xtask_run_now(container_of(cmd, xtask, cmd), &run);
+    } else if (cmd->fn == xqueue_cmd) {
+      pts__scheduler_run_end(&run);
+      pick = xqueue_run_now(container_of(cmd, xqueue, cmd));
+    }
+    if (pick == 0) {
+      pts__scheduler_run_end(&run);
+      return cmd;
+    }
     pts__inbox_pass_ran(pass, pick);
   } while ((cmd = pts__loop_inbox_next(loop, pass)) != NULL);
+  pts__scheduler_run_end(&run);
   return NULL;
 }
 

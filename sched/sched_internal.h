@@ -75,6 +75,25 @@ bool pts__scheduler_may_run_now(const pts_scheduler *s);
  * pts__provider_ops.run_next: 1 + the task's effective priority. */
 int pts__scheduler_run_now(pts_scheduler *s, pts_task_fn fn, void *data, int priority);
 
+/* A run of such tasks, one after another with nothing between them (the
+ * agents layer's in-place pass): pts__scheduler_run_in is
+ * pts__scheduler_run_now, but the scheduling state of the task's priority
+ * (and the reference and live-task count that go with it) is set at the
+ * run's first task of that priority and kept for the next ones, until
+ * pts__scheduler_run_end or a task of another priority; what a task's
+ * callback and its microtasks see is the same. The caller ends the run
+ * before anything else runs on the loop. Owner thread. */
+typedef struct pts__sched_run {
+  pts_scheduler *s;
+  void *state;           /* the state set for the run (the scheduler's) */
+  pts_sched_state *prev; /* the loop's state before the run */
+  int priority;          /* -1: no run */
+} pts__sched_run;
+#define PTS__SCHED_RUN_INIT {NULL, NULL, NULL, -1}
+int pts__scheduler_run_in(pts__sched_run *run, pts_scheduler *s, pts_task_fn fn, void *data,
+                          int priority);
+void pts__scheduler_run_end(pts__sched_run *run);
+
 /* Sizes of the per-task blocks, for the memory-per-task benchmark. */
 size_t pts__sched_task_size(int with_signal_or_promise);
 size_t pts__sched_state_size(void);

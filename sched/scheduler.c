@@ -1338,25 +1338,48 @@ bool pts__scheduler_may_run_now(const pts_scheduler *s) {
   return !s->detached && s->active && s->ctx->bitmap == 0;
 }
 
-int pts__scheduler_run_now(pts_scheduler *s, pts_task_fn fn, void *data, int priority) {
+void pts__scheduler_run_end(pts__sched_run *run) {
+  if (run->priority < 0) return;
+  sctx *c = run->s->ctx;
+  sstate *st = run->state;
+  pts__loop_swap_state(c->loop, run->prev);
+  c->stats.live_tasks--;
+  run->priority = -1;
+  if (--st->hdr.refs == 0) state_destroy(&st->hdr);
+}
+
+int pts__scheduler_run_in(pts__sched_run *run, pts_scheduler *s, pts_task_fn fn, void *data,
+                          int priority) {
   sctx *c = s->ctx;
   pts_loop *loop = c->loop;
   PTS__CHECK_OWNER(loop);
-  sstate *st = c->fixed_state[priority];
-  /* spec: schedule a postTask task: the handle (its state referenced while
-   * it lives) and the enqueue order; then, picked, the task's steps. */
+  if (run->priority != priority || run->s != s) {
+    pts__scheduler_run_end(run);
+    /* spec: the handle's state is referenced while the task lives; here
+     * while the run does, which outlives each of its tasks. */
+    sstate *st = c->fixed_state[priority];
+    st->hdr.refs++;
+    c->stats.live_tasks++;
+    run->prev = pts__loop_swap_state(loop, &st->hdr);
+    run->s = s;
+    run->state = st;
+    run->priority = priority;
+  }
+  /* spec: schedule a postTask task (its enqueue order); then, picked, the
+   * task's steps. */
   (void)pts__loop_take_enqueue_order(loop);
-  st->hdr.refs++;
-  c->stats.live_tasks++;
   c->stats.ran_now++;
-  pts_sched_state *prev = pts__loop_swap_state(loop, &st->hdr);
   pts__script_enter(loop);
   fn(data, 0);
   pts__script_leave(loop);
-  pts__loop_swap_state(loop, prev);
-  c->stats.live_tasks--;
-  if (--st->hdr.refs == 0) state_destroy(&st->hdr);
   return 2 * priority + 1; /* a postTask is no continuation: level 2p */
+}
+
+int pts__scheduler_run_now(pts_scheduler *s, pts_task_fn fn, void *data, int priority) {
+  pts__sched_run run = PTS__SCHED_RUN_INIT;
+  int pick = pts__scheduler_run_in(&run, s, fn, data, priority);
+  pts__scheduler_run_end(&run);
+  return pick;
 }
 
 /* The options of a call that can take post_fixed: sets *p and returns 1;

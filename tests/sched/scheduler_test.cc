@@ -865,6 +865,63 @@ TEST_F(Scheduler, RunNowRunsATaskOfItsPriorityAsPicked) {
   ExpectNoLiveTasks();
 }
 
+// A run of tasks run at once (pts__scheduler_run_in, the agents' in-place
+// pass): each task runs with its priority's state current, the state is set
+// once for tasks of one priority in a row and changed for another, it counts
+// as one live task while the run lasts, and pts__scheduler_run_end restores
+// the loop's state as it was before the run.
+TEST_F(Scheduler, ARunKeepsEachTasksStateAndRestoresTheLoopsAtItsEnd) {
+  struct Seen {
+    Scheduler *t;
+    pts_sched_state *state = nullptr;
+    uint64_t live = 0;
+  };
+  // The current state, as a pointer to compare (pts_loop_capture_state's
+  // reference dropped at once: the states compared outlive the test).
+  static auto current = [](pts_loop *l) {
+    pts_sched_state *st = pts_loop_capture_state(l);
+    pts_sched_state_unref(st);
+    return st;
+  };
+  auto run = [](void *d, int st) {
+    auto *n = static_cast<Seen *>(d);
+    ASSERT_EQ(st, 0);
+    n->state = current(n->t->loop);
+    pts__sched_stats now;
+    pts__sched_get_stats(n->t->loop, &now);
+    n->live = now.live_tasks;
+  };
+  pts_sched_state *outside = current(loop);
+  pts__sched_stats before;
+  pts__sched_get_stats(loop, &before);
+  pts__sched_run r = PTS__SCHED_RUN_INIT;
+  Seen a{this}, b{this}, c{this};
+  EXPECT_EQ(pts__scheduler_run_in(&r, s, run, &a, PTS_PRIORITY_USER_VISIBLE), 3);
+  EXPECT_EQ(pts__scheduler_run_in(&r, s, run, &b, PTS_PRIORITY_USER_VISIBLE), 3);
+  EXPECT_EQ(pts__scheduler_run_in(&r, s, run, &c, PTS_PRIORITY_BACKGROUND), 1);
+  ASSERT_NE(a.state, nullptr);
+  EXPECT_NE(a.state, outside);
+  EXPECT_EQ(a.state, b.state);  // one priority, one state
+  EXPECT_NE(c.state, a.state);
+  EXPECT_EQ(a.live, before.live_tasks + 1);
+  EXPECT_EQ(b.live, before.live_tasks + 1);
+  EXPECT_EQ(c.live, before.live_tasks + 1);
+  // Between two tasks of the run the state stays; the end restores it.
+  EXPECT_EQ(current(loop), c.state);
+  pts__scheduler_run_end(&r);
+  EXPECT_EQ(current(loop), outside);
+  pts__scheduler_run_end(&r);  // ended twice: nothing
+  EXPECT_EQ(current(loop), outside);
+  // The same states as tasks run one by one.
+  Seen d{this};
+  EXPECT_EQ(pts__scheduler_run_now(s, run, &d, PTS_PRIORITY_USER_VISIBLE), 3);
+  EXPECT_EQ(d.state, a.state);
+  pts__sched_stats after;
+  pts__sched_get_stats(loop, &after);
+  EXPECT_EQ(after.ran_now, before.ran_now + 4);
+  ExpectNoLiveTasks();
+}
+
 // ---- bad input ----
 
 TEST_F(Scheduler, BadInputIsRejectedWithoutSideEffects) {
