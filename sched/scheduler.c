@@ -1364,6 +1364,11 @@ int pts__scheduler_run_in(pts__sched_run *run, pts_scheduler *s, pts_task_fn fn,
     run->s = s;
     run->state = st;
     run->priority = priority;
+  } else {
+    /* Each task starts with its state, whatever the task before left
+     * current (pts_loop_leave_state, for one). */
+    sstate *st = run->state;
+    (void)pts__loop_swap_state(loop, &st->hdr);
   }
   /* spec: schedule a postTask task (its enqueue order); then, picked, the
    * task's steps. */

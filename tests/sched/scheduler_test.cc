@@ -869,7 +869,8 @@ TEST_F(Scheduler, RunNowRunsATaskOfItsPriorityAsPicked) {
 // pass): each task runs with its priority's state current, the state is set
 // once for tasks of one priority in a row and changed for another, it counts
 // as one live task while the run lasts, and pts__scheduler_run_end restores
-// the loop's state as it was before the run.
+// the loop's state as it was before the run. Each task starts with its
+// state even when the one before left another current.
 TEST_F(Scheduler, ARunKeepsEachTasksStateAndRestoresTheLoopsAtItsEnd) {
   struct Seen {
     Scheduler *t;
@@ -896,7 +897,18 @@ TEST_F(Scheduler, ARunKeepsEachTasksStateAndRestoresTheLoopsAtItsEnd) {
   pts__sched_get_stats(loop, &before);
   pts__sched_run r = PTS__SCHED_RUN_INIT;
   Seen a{this}, b{this}, c{this};
-  EXPECT_EQ(pts__scheduler_run_in(&r, s, run, &a, PTS_PRIORITY_USER_VISIBLE), 3);
+  // The first task leaves no state current (an embedder's job runner may,
+  // pts_loop_leave_state): the next task still starts with its own.
+  auto run_and_leave = [](void *d, int st) {
+    auto *n = static_cast<Seen *>(d);
+    ASSERT_EQ(st, 0);
+    n->state = current(n->t->loop);
+    pts__sched_stats now;
+    pts__sched_get_stats(n->t->loop, &now);
+    n->live = now.live_tasks;
+    pts_loop_leave_state(n->t->loop);
+  };
+  EXPECT_EQ(pts__scheduler_run_in(&r, s, run_and_leave, &a, PTS_PRIORITY_USER_VISIBLE), 3);
   EXPECT_EQ(pts__scheduler_run_in(&r, s, run, &b, PTS_PRIORITY_USER_VISIBLE), 3);
   EXPECT_EQ(pts__scheduler_run_in(&r, s, run, &c, PTS_PRIORITY_BACKGROUND), 1);
   ASSERT_NE(a.state, nullptr);
