@@ -6,11 +6,14 @@
  *   agents placed on it, its policy structures and its timer heap. Fields
  *   marked "owner" are touched only by that worker thread.
  * - A pts_agent is shared: its handle is reference counted (refs, atomic);
- *   the gate word admits producers (posters in flight) until the closed bit is
- *   set; everything else cross-thread is a relaxed counter.
- * - Every command that enters an agent's loop does so between gate_enter and
- *   gate_leave, so once the closed bit is set and the in-flight count reads 0,
- *   no other thread can touch the loop or the worker on the agent's behalf.
+ *   each command that enters its loop is admitted first (pts__agent_admit:
+ *   its rank's count, then the closed flag), until a destroy sets closed;
+ *   everything else cross-thread is a relaxed counter.
+ * - The teardown frees the loop only once every admitted command was pushed
+ *   and has left the inbox, and leaves the worker only once no producer is
+ *   inside the wake hook's slow path: after that no other thread can touch
+ *   the loop or the worker on the agent's behalf (pool.c, destroy
+ *   protocol).
  */
 #ifndef PTSCHED_AGENTS_IMPL_H
 #define PTSCHED_AGENTS_IMPL_H
@@ -32,9 +35,6 @@
 typedef struct pts__worker pts__worker;
 typedef struct pts__drain_wait pts__drain_wait;
 
-/* The gate: bit 63 = closed, the rest = producers between enter and leave. */
-#define PTS__GATE_CLOSED (UINT64_C(1) << 63)
-
 /* The rank of a command of this layer: a plain postTask (no done callback,
  * controller or delay) ranks as its priority (pts_priority); an ordinary task
  * of the timer, message or generic source (pts_agent_queue_task) ranks as
@@ -45,8 +45,9 @@ typedef struct pts__drain_wait pts__drain_wait;
  * docs/agents.md "Hot paths"). */
 enum { PTS__RANK_OTHER = PTS_PRIORITY_COUNT, PTS__RANKS };
 
-/* Commands of one rank pushed so far: one line each, so the pool thread's
- * reads of the ranks nobody is posting at stay in its cache. */
+/* Commands of one rank admitted so far (pts__agent_admit): one line each,
+ * so the pool thread's reads of the ranks nobody is posting at stay in its
+ * cache. */
 typedef struct pts__posted {
   _Alignas(64) _Atomic uint64_t n;
 } pts__posted;
@@ -88,12 +89,14 @@ typedef struct pts__origin {
 } pts__origin;
 
 struct pts_agent {
-  /* Producers' line: every cross-thread operation writes it. */
-  _Alignas(64) _Atomic uint64_t gate;
-  /* Commands pushed by this layer, by rank (their sum: the inbox depth). */
+  /* Commands of this layer admitted, by rank: the admission itself (their
+   * sum less `applied`: the inbox depth). */
   pts__posted posted[PTS__RANKS];
   /* The wake hook's line: written by the first producer after a drain. */
   _Alignas(64) atomic_bool signaled;
+  /* Producers inside agent_wake's slow path (the node's push and the
+   * unpark): the teardown waits for none, after it took the token. */
+  _Atomic uint32_t wakers;
   pts__mpsc_node sig_node;
   _Alignas(64) _Atomic uint32_t refs;
 
@@ -108,8 +111,11 @@ struct pts_agent {
   /* Posts are timed for the start-delay histogram (pts_agent_set_delay_stats):
    * read by every poster, written rarely. */
   atomic_bool delay_stats;
+  /* Set once by the destroy, under the pool's mutex: no command is admitted
+   * after it (pts__agent_admit). Read by every producer. */
+  atomic_bool closed;
   /* Set at creation, read-only after. */
-  pts_pool *pool; /* valid while the gate is open */
+  pts_pool *pool; /* valid while an admission is held */
   bool pinned;
   uint32_t weight;
   uint64_t id;
@@ -117,7 +123,7 @@ struct pts_agent {
   pts__origin *oe; /* under the pool's mutex */
   struct pts_agent *reg_next, *reg_prev; /* the pool's registry, under its mutex */
   /* The loop: set at creation, cleared by the worker once freed. Other threads
-   * read it only inside the gate. */
+   * read it only while they hold an admission. */
   pts_loop *loop;
   pts__ctl ctl_add, ctl_destroy;
   pts__ctl ctl_move; /* the arrival of a move: one in flight at a time */
@@ -301,12 +307,38 @@ static inline bool pts__on_agent_thread(pts_agent *a) {
          (a->dead || pts__loop_is_owner(a->loop));
 }
 
-/* ---- the gate (pool.c) ---- */
-bool pts__gate_enter(pts_agent *a);
-void pts__gate_leave(pts_agent *a);
-/* Inside the gate: push cmd, of rank PTS__RANK_*, to the agent's loop and
- * count it. */
-void pts__agent_send(pts_agent *a, pts__command *cmd, int rank);
+/* ---- admission (pool.c; docs/agents.md, "Lifetime of a handle vs
+ * concurrent posters") ---- */
+/* Any thread holding a reference to a: admits one command of that rank
+ * (PTS__RANK_*), or returns false if the agent is closed. An admission holds
+ * the agent's teardown until the command it admits has been pushed and
+ * applied or released, so the loop, the pool and its worker stay allocated
+ * meanwhile; it is ended by pts__agent_push of that command, or by
+ * pts__agent_unadmit if the caller sends nothing after all. */
+static inline bool pts__agent_admit(pts_agent *a, int rank) {
+  /* seq_cst, both (a Dekker pair with the destroy's store of closed, then
+   * its teardown's loads of the counts): a count the teardown does not see
+   * comes after the close, so this load sees it and the command is not
+   * sent. */
+  atomic_fetch_add_explicit(&a->posted[rank].n, 1, memory_order_seq_cst);
+  if (__builtin_expect(atomic_load_explicit(&a->closed, memory_order_seq_cst), 0)) {
+    atomic_fetch_sub_explicit(&a->posted[rank].n, 1, memory_order_release);
+    return false;
+  }
+  return true;
+}
+void pts__agent_unadmit(pts_agent *a, int rank);
+/* After pts__agent_admit: pushes cmd to the agent's loop and wakes its
+ * worker (wake protocol steps 1-2). a must stay referenced by the caller
+ * until this returns (the push ends the admission). */
+void pts__agent_push(pts_agent *a, pts__command *cmd);
+/* Both in one: admit and push; false (cmd not sent) if the agent is
+ * closed. */
+static inline bool pts__agent_send(pts_agent *a, pts__command *cmd, int rank) {
+  if (!pts__agent_admit(a, rank)) return false;
+  pts__agent_push(a, cmd);
+  return true;
+}
 /* Owner: a command of this layer, of that rank, left the inbox (applied or
  * released). */
 static inline void pts__agent_applied(pts_agent *a, int rank) {
@@ -314,7 +346,7 @@ static inline void pts__agent_applied(pts_agent *a, int rank) {
   a->applied_rank[rank]++;
   atomic_store_explicit(&a->st_applied, a->applied, memory_order_relaxed);
 }
-/* Any thread: commands of this layer pushed so far (a relaxed snapshot). */
+/* Any thread: commands of this layer admitted so far (a relaxed snapshot). */
 uint64_t pts__agent_posted(pts_agent *a);
 /* Owner: every command of rank r pushed so far, as far as this thread has
  * seen, was applied. */

@@ -5,8 +5,9 @@
  *
  * Invariant: an agent's loop is touched only by its worker thread (the one
  * that attached it last), except through the loop's inbox by producers
- * holding the agent's gate. The worker frees the loop only after the gate is
- * closed and no producer is inside. The agent's node is on the signaled
+ * holding an admission (pts__agent_admit). The worker frees the loop only
+ * after the agent is closed and every admission has ended: each admitted
+ * command was pushed and has left the inbox. The agent's node is on the signaled
  * queue of a->w or of no worker, and a->w changes only while the node is
  * off every queue and its token (signaled = true) is held by the mover.
  *
@@ -19,14 +20,14 @@
  *    step 2 when it pops the node, instead of clearing signaled. While the
  *    token is held, producers push their commands to the inbox and push no
  *    node anywhere (their wake hook sees signaled = true).
- * 2. Under the pool's mutex: if the gate is closed (a destroy is under
+ * 2. Under the pool's mutex: if the agent is closed (a destroy is under
  *    way) the move is dropped and S gives the token back (store false, then
  *    poll, as after a pop). Otherwise S takes the agent out of its policy,
  *    timer heap and agents[], detaches the loop (wake hook off, running
  *    released), sets a->w = T and a->thread, moves the placement counts,
  *    allocates T's larger arrays if T needs them (T never allocates),
  *    pushes the agent's MOVE command to T's control queue and unparks T.
- * 3. A destroy closes the gate under the same mutex before it reads a->w,
+ * 3. A destroy closes the agent under the same mutex before it reads a->w,
  *    so it goes to the worker that ends up owning the loop, and after the
  *    MOVE there (the MOVE push finished before the mutex was released; the
  *    control queue is FIFO).
@@ -44,8 +45,9 @@
  * fields, which pass from S to T with the MOVE (release push, acquire pop).
  *
  * Wake protocol (one worker, any number of producers):
- * 1. A producer enters the agent's gate, pushes its command to the loop's
- *    inbox and the loop calls the wake hook (agent_wake).
+ * 1. A producer is admitted (it counts its command in the rank's count,
+ *    then finds the agent open), pushes its command to the loop's inbox and
+ *    calls the wake hook (agent_wake) itself, touching the loop no more.
  * 2. agent_wake: if exchange(signaled, true) returned false, push the agent's
  *    node on the worker's signaled queue, then unpark the worker (a system
  *    call only if it is parked). If it returned true, the node is already
@@ -59,25 +61,33 @@
  *    queues once more (sync/parker.h), so no wake-up is lost.
  *
  * Destroy protocol (pts_agent_destroy, from any thread):
- * 1. The destroyer enters the gate itself, then sets the closed bit
- *    (fetch_or): from now on every gate_enter fails with PTS_ECLOSED.
- * 2. It waits until it is the only producer inside (the others are between
- *    two instructions of a push: bounded).
- * 3. It pushes the destroy command to the worker's control queue, unparks
- *    the worker and leaves the gate.
- * 4. The worker applies the command between two steps (so a destroy from one
- *    of the agent's own tasks takes effect after that task returns): it waits
- *    for the gate's count to reach 0 (the destroyer's step 3 is done with the
- *    worker), removes the agent from its policy and timer structures, drops
- *    the remote controllers, completes drain waiters with PTS_ECLOSED, detaches
- *    and frees the loop (pts_loop_free releases every inbox command, pending
- *    task, promise and timer: their callbacks see PTS_ECANCELED, results
- *    PTS_ECLOSED), unregisters the agent from the pool and signals waiters.
+ * 1. The destroyer is admitted itself (one count of the top rank), then, under
+ *    the pool's mutex, sets closed: from now on every admission fails with
+ *    PTS_ECLOSED. A count the teardown reads after the close and a producer
+ *    that finds the agent open are the two halves of one Dekker pair
+ *    (seq_cst), so every admitted command is counted where the teardown
+ *    looks.
+ * 2. It pushes the destroy command to the worker's control queue, unparks
+ *    the worker and ends its admission.
+ * 3. The worker applies the command between two steps (so a destroy from one
+ *    of the agent's own tasks takes effect after that task returns): it
+ *    removes the agent from its policy and timer structures, drops the remote
+ *    controllers, completes drain waiters with PTS_ECLOSED, detaches the loop
+ *    and frees it once every admission has ended (pts__loop_free_when: inbox
+ *    commands are released as they arrive until the commands applied equal
+ *    the admitted counts; a producer between its admission and its push is
+ *    two instructions from it, so the wait is bounded). Freeing releases
+ *    every pending task, promise and timer: their callbacks see
+ *    PTS_ECANCELED, results PTS_ECLOSED.
+ * 4. It takes the wake token for good and waits until no producer is inside
+ *    agent_wake's slow path (the count wakers): after that no producer
+ *    touches the worker on the agent's behalf. Then it unregisters the agent
+ *    from the pool and signals waiters.
  *
  * Shutdown protocol (pts_pool_shutdown):
  * 1. Under the pool mutex: mark the pool shut (pts_agent_new fails from now)
  *    and take a reference to every registered agent.
- * 2. Destroy each (step 1-3 above; one already closing is skipped).
+ * 2. Destroy each (steps 1-2 above; one already closing is skipped).
  * 3. Wait until the registry is empty (every teardown done, including ones
  *    started by other threads), so no producer can reach a worker any more.
  * 4. Send each worker its shutdown command, join it, free everything.
@@ -193,30 +203,23 @@ const char *pts_policy_name(int policy) {
   return (unsigned)policy < PTS_POLICY_COUNT ? names[policy] : NULL;
 }
 
-/* ---- the gate ---- */
+/* ---- admission ---- */
 
-bool pts__gate_enter(pts_agent *a) {
-  /* acquire: pairs with nothing in particular for the payload, but keeps the
-   * loop pointer read (after this) from moving above the admission. */
-  uint64_t g = atomic_fetch_add_explicit(&a->gate, 1, memory_order_acquire);
-  if (g & PTS__GATE_CLOSED) {
-    atomic_fetch_sub_explicit(&a->gate, 1, memory_order_release);
-    return false;
-  }
-  return true;
+void pts__agent_unadmit(pts_agent *a, int rank) {
+  /* release: the teardown's load that sees the count back down sees what
+   * the caller did with the pool before. */
+  atomic_fetch_sub_explicit(&a->posted[rank].n, 1, memory_order_release);
 }
 
-void pts__gate_leave(pts_agent *a) {
-  /* release: the destroyer's acquire load of a zero count sees our push
-   * complete, so freeing the loop after it cannot race with us. */
-  atomic_fetch_sub_explicit(&a->gate, 1, memory_order_release);
-}
+static void agent_wake(void *ctx);
 
-void pts__agent_send(pts_agent *a, pts__command *cmd, int rank) {
-  /* Relaxed: the count is a statistic (inbox depth) and, for the pool
-   * thread's in-place run, ordered before the push that publishes cmd. */
-  atomic_fetch_add_explicit(&a->posted[rank].n, 1, memory_order_relaxed);
-  pts__loop_send_from_any_thread(a->loop, cmd);
+void pts__agent_push(pts_agent *a, pts__command *cmd) {
+  /* The loop is not touched after the push: once the command has left the
+   * inbox, the teardown may free it (destroy protocol step 4). The agent's
+   * wake hook, called directly, touches the handle (the caller's reference)
+   * and, when it pushes the node, the worker (counted in wakers). */
+  pts__loop_push_command(a->loop, cmd);
+  agent_wake(a);
 }
 
 uint64_t pts__agent_posted(pts_agent *a) {
@@ -240,6 +243,11 @@ static void agent_wake(void *ctx) {
    * later in the total order, so its poll after that store sees our push
    * (the same Dekker pair as the exchange). */
   if (atomic_load_explicit(&a->signaled, memory_order_seq_cst)) return;
+  /* Counted before the exchange (seq_cst, a Dekker pair with the teardown's
+   * exchange and its loads of the count): a teardown that saw no waker
+   * took the token first, so our exchange returns true and we push
+   * nothing. */
+  atomic_fetch_add_explicit(&a->wakers, 1, memory_order_seq_cst);
   if (!atomic_exchange_explicit(&a->signaled, true, memory_order_seq_cst)) {
     /* Relaxed: a->w changes only while the token is held by a mover, and
      * our exchange took the token from the store that gave it back after
@@ -248,6 +256,7 @@ static void agent_wake(void *ctx) {
     pts__mpsc_push(&w->signaled, &a->sig_node);
     pts__parker_unpark(&w->parker);
   }
+  atomic_fetch_sub_explicit(&a->wakers, 1, memory_order_release);
 }
 
 /* ---- agent references ---- */
@@ -552,11 +561,27 @@ static void agent_unplace(pts__worker *w, pts_agent *a) {
   publish_layout(w);
 }
 
+/* The loop may go (pts__loop_free_when): every command admitted before the
+ * close was pushed and has left the inbox, and no admission without a
+ * command is held (seq_cst: the close comes before this load, so a count it
+ * misses comes after the close and was never sent). */
+typedef struct admitted_wait {
+  pts_agent *a;
+  unsigned spins;
+} admitted_wait;
+
+static bool all_admitted_applied(void *ctx) {
+  admitted_wait *aw = ctx;
+  uint64_t n = 0;
+  for (int r = 0; r < PTS__RANKS; r++)
+    n += atomic_load_explicit(&aw->a->posted[r].n, memory_order_seq_cst);
+  if (n == aw->a->applied) return true;
+  cpu_relax(aw->spins++); /* a producer between its admission and its push */
+  return false;
+}
+
 static void agent_teardown(pts__worker *w, pts_agent *a) {
   /* Destroy protocol step 4. */
-  unsigned spins = 0;
-  while ((atomic_load_explicit(&a->gate, memory_order_acquire) & ~PTS__GATE_CLOSED) != 0)
-    cpu_relax(spins++);
   agent_unplace(w, a);
   a->move_to = NULL;
   if (w->plan == a) w->plan = NULL;
@@ -567,8 +592,15 @@ static void agent_teardown(pts__worker *w, pts_agent *a) {
   drainers_complete(a, PTS_ECLOSED);
   if (a->attached) pts__loop_pool_detach(a->loop);
   a->attached = false;
-  pts_loop_free(a->loop);
+  admitted_wait aw = {a, 0};
+  pts__loop_free_when(a->loop, all_admitted_applied, &aw);
   pts__tls_agent = NULL;
+  /* The wake token, for good: a producer still on its way out of a push
+   * finds it taken and leaves the worker alone; one inside agent_wake's slow
+   * path is waited for. */
+  bool queued = atomic_exchange_explicit(&a->signaled, true, memory_order_seq_cst);
+  unsigned spins = 0;
+  while (atomic_load_explicit(&a->wakers, memory_order_seq_cst) != 0) cpu_relax(spins++);
   a->loop = NULL;
   a->sched = NULL;
   drainers_complete(a, PTS_ECLOSED); /* ones whose marker was released */
@@ -601,9 +633,9 @@ static void agent_teardown(pts__worker *w, pts_agent *a) {
   pthread_cond_broadcast(&a->cv);
   pthread_mutex_unlock(&a->mu);
 
-  /* The worker's reference: if the node is still on the signaled queue, the
-   * pop drops it (no producer can push it again: the gate is closed). */
-  if (atomic_load_explicit(&a->signaled, memory_order_seq_cst))
+  /* The worker's reference: if the node is on the signaled queue (or being
+   * pushed there), the pop drops it. */
+  if (queued)
     a->unref_on_pop = true;
   else
     pts_agent_unref(a);
@@ -618,9 +650,9 @@ static void move_out(pts__worker *w, pts_agent *a, pts__worker *t) {
   uint64_t t0 = pts__now_ns();
   pts_pool *pool = w->pool;
   pthread_mutex_lock(&pool->mu);
-  /* Relaxed: the closed bit is set under this mutex. */
+  /* Relaxed: closed is set under this mutex. */
   bool ok = t != w && a->attached && !a->dead &&
-            !(atomic_load_explicit(&a->gate, memory_order_relaxed) & PTS__GATE_CLOSED);
+            !atomic_load_explicit(&a->closed, memory_order_relaxed);
   pts__warrays *arr = NULL;
   if (ok && t->nplaced + 1 > t->planned_cap) {
     arr = warrays_new(t->planned_cap * 2);
@@ -835,12 +867,12 @@ static void drain_signaled(pts__worker *w) {
       move_out(w, a, t);
       continue;
     }
-    /* Wake protocol step 3: off the queue first, then clear, then poll. */
-    atomic_store_explicit(&a->signaled, false, memory_order_seq_cst);
-    if (a->dead) {
+    if (a->dead) { /* the teardown keeps the token: the node stays off */
       if (a->unref_on_pop) pts_agent_unref(a);
       continue;
     }
+    /* Wake protocol step 3: off the queue first, then clear, then poll. */
+    atomic_store_explicit(&a->signaled, false, memory_order_seq_cst);
     if (!a->attached) continue;
     if (now == 0 && w->pool->opts.policy == PTS__POLICY_QUANTIZED) now = pts__now_ns();
     if (!quant_defer(w, a, now)) refresh(w, a, false, 0, alone(w));
@@ -1217,7 +1249,8 @@ int pts_agent_new(pts_pool *pool, const pts_agent_options *opts, pts_agent **out
   pts_agent *a;
   if ((a = pts__aligned_alloc(64, sizeof *a)) == NULL) return PTS_ENOMEM;
   memset(a, 0, sizeof *a);
-  atomic_init(&a->gate, 0);
+  atomic_init(&a->closed, false);
+  atomic_init(&a->wakers, 0);
   atomic_init(&a->signaled, false);
   atomic_init(&a->refs, 2); /* the caller's and the worker's */
   atomic_init(&a->w, NULL);
@@ -1320,7 +1353,6 @@ static bool on_agent_worker(pts_agent *a) {
 }
 
 static int destroy_closed(pts_agent *a, bool wait) {
-  pts__gate_leave(a);
   if (wait && on_agent_worker(a)) return PTS_EBUSY; /* it would wait for itself */
   if (wait) wait_destroyed(a);
   return PTS_ECLOSED;
@@ -1328,29 +1360,28 @@ static int destroy_closed(pts_agent *a, bool wait) {
 
 int pts_agent_destroy(pts_agent *a, bool wait) {
   if (a == NULL) return PTS_EINVAL;
-  /* Destroy protocol steps 1-3. */
-  uint64_t g = atomic_fetch_add_explicit(&a->gate, 1, memory_order_acquire);
-  if (g & PTS__GATE_CLOSED) return destroy_closed(a, wait);
-  /* Under the pool's mutex (migration step 3): no move can begin after the
-   * closed bit is set, and the owner checked for EBUSY is the final one. */
+  /* Destroy protocol steps 1-3. Our own admission holds the teardown until
+   * the destroy command is pushed and the worker left alone. */
+  if (!pts__agent_admit(a, PTS__RANK_OTHER)) return destroy_closed(a, wait);
+  /* Under the pool's mutex (migration step 3): no move can begin after
+   * closed is set, and the owner checked for EBUSY is the final one. */
   pts_pool *pool = a->pool;
   pthread_mutex_lock(&pool->mu);
   if (wait && on_agent_worker(a)) {
     pthread_mutex_unlock(&pool->mu);
-    pts__gate_leave(a);
+    pts__agent_unadmit(a, PTS__RANK_OTHER);
     return PTS_EBUSY; /* the agent's own thread would wait for itself */
   }
-  g = atomic_fetch_or_explicit(&a->gate, PTS__GATE_CLOSED, memory_order_acq_rel);
+  bool was_closed = atomic_exchange_explicit(&a->closed, true, memory_order_seq_cst);
   pthread_mutex_unlock(&pool->mu);
-  /* Another destroyer got in between our two steps: it goes on, we wait. */
-  if (g & PTS__GATE_CLOSED) return destroy_closed(a, wait);
-  unsigned spins = 0;
-  while ((atomic_load_explicit(&a->gate, memory_order_acquire) & ~PTS__GATE_CLOSED) != 1)
-    cpu_relax(spins++);
+  if (was_closed) { /* another destroyer closed it first: it goes on, we wait */
+    pts__agent_unadmit(a, PTS__RANK_OTHER);
+    return destroy_closed(a, wait);
+  }
   a->ctl_destroy.kind = PTS__CTL_DESTROY;
   a->ctl_destroy.agent = a;
   push_ctl(atomic_load_explicit(&a->w, memory_order_relaxed), &a->ctl_destroy);
-  pts__gate_leave(a);
+  pts__agent_unadmit(a, PTS__RANK_OTHER);
   if (wait) wait_destroyed(a);
   return 0;
 }
@@ -1370,16 +1401,17 @@ static void move_req_cmd(pts__command *cmd, int status) {
 
 int pts_agent_move(pts_agent *a, int thread) {
   if (a == NULL || thread < 0) return PTS_EINVAL;
-  if (!pts__gate_enter(a)) return PTS_ECLOSED;
-  int rc = 0;
+  /* Admitted first: the admission keeps the pool allocated. */
+  if (!pts__agent_admit(a, PTS__RANK_OTHER)) return PTS_ECLOSED;
   if ((unsigned)thread >= a->pool->n) {
-    rc = PTS_EINVAL;
-  } else if (atomic_exchange_explicit(&a->move_req, thread + 1, memory_order_acq_rel) == 0) {
-    /* The request is not queued yet (0 -> set): queue it, once. */
-    pts__agent_send(a, &a->req_cmd, PTS__RANK_OTHER);
+    pts__agent_unadmit(a, PTS__RANK_OTHER);
+    return PTS_EINVAL;
   }
-  pts__gate_leave(a);
-  return rc;
+  if (atomic_exchange_explicit(&a->move_req, thread + 1, memory_order_acq_rel) == 0)
+    pts__agent_push(a, &a->req_cmd); /* not queued yet (0 -> set): once */
+  else
+    pts__agent_unadmit(a, PTS__RANK_OTHER);
+  return 0;
 }
 
 static void drain_cmd(pts__command *cmd, int status) {
@@ -1404,9 +1436,7 @@ int pts_agent_drain(pts_agent *a) {
   pthread_mutex_init(&d.mu, NULL);
   pthread_cond_init(&d.cv, NULL);
   int rc = PTS_ECLOSED;
-  if (pts__gate_enter(a)) {
-    pts__agent_send(a, &d.cmd, PTS__RANK_OTHER);
-    pts__gate_leave(a);
+  if (pts__agent_send(a, &d.cmd, PTS__RANK_OTHER)) {
     pthread_mutex_lock(&d.mu);
     while (!d.done) pthread_cond_wait(&d.cv, &d.mu);
     pthread_mutex_unlock(&d.mu);

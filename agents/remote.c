@@ -2,8 +2,8 @@
  * result callback (optionally delivered on another agent's loop), queueing an
  * ordinary task, and remote controllers (abort / setPriority from anywhere).
  *
- * Every operation is one command pushed into the agent's loop inbox inside
- * the agent's gate (pool.c), applied whole by the agent's thread between two
+ * Every operation is one command pushed into the agent's loop inbox once
+ * admitted (pts__agent_admit, pool.c), applied whole by the agent's thread between two
  * tasks, or released with PTS_ECANCELED when the loop is freed first. Each
  * command's handler runs exactly once, so each callback and each done runs
  * exactly once.
@@ -155,12 +155,10 @@ int pts_remote_controller_new_async(pts_agent *a, int priority,
   int r = rc_alloc(a, priority, 3, &rc); /* users, owner side, create_cmd */
   if (r != 0) return r;
   rc->create_cmd.fn = create_cmd;
-  if (!pts__gate_enter(a)) {
+  if (!pts__agent_send(a, &rc->create_cmd, PTS__RANK_OTHER)) {
     rc_free_unused(rc);
     return PTS_ECLOSED;
   }
-  pts__agent_send(a, &rc->create_cmd, PTS__RANK_OTHER);
-  pts__gate_leave(a);
   *out = rc;
   return 0;
 }
@@ -182,14 +180,14 @@ void pts_remote_controller_unref(pts_remote_controller *rc) {
   if (atomic_fetch_sub_explicit(&rc->urefs, 1, memory_order_acq_rel) != 1) return;
   pts_agent *a = rc->agent;
   rc->release_cmd.fn = release_cmd;
-  if (pts__gate_enter(a)) {
-    pts__agent_send(a, &rc->release_cmd, PTS__RANK_OTHER);
-    pts__gate_leave(a);
-    return;
-  }
-  /* The agent is closing: its teardown (or the release of the pending
-   * creation command) ends the owner side. */
-  rc_drop(rc);
+  /* Our own reference to a for the push: the command may drop rc's, the
+   * last one, before the push returns. */
+  pts_agent_ref(a);
+  bool sent = pts__agent_send(a, &rc->release_cmd, PTS__RANK_OTHER);
+  /* Closed: its teardown (or the release of the pending creation command)
+   * ends the owner side. */
+  if (!sent) rc_drop(rc);
+  pts_agent_unref(a);
 }
 
 pts_controller *pts_remote_controller_get(pts_remote_controller *rc) {
@@ -236,14 +234,13 @@ static int rc_send_op(pts_remote_controller *rc, rc_op *op) {
   op->cmd.fn = rc_op_cmd;
   op->rc = rc;
   rc_hold(rc);
-  if (!pts__gate_enter(rc->agent)) {
+  /* The caller's reference to rc keeps its agent's. */
+  if (!pts__agent_send(rc->agent, &op->cmd, PTS__RANK_OTHER)) {
     rc_drop(rc);
     if (op->has_reason) pts_value_release(op->reason);
     pts__free(op);
     return PTS_ECLOSED;
   }
-  pts__agent_send(rc->agent, &op->cmd, PTS__RANK_OTHER);
-  pts__gate_leave(rc->agent);
   return 0;
 }
 
@@ -387,14 +384,15 @@ static void deliver(xtask *x, int status, pts_value v) {
   x->result = v;
   x->reply_cmd.fn = reply_cmd;
   /* r, not x->reply_to, after the push: x may be freed by then on r's
-   * thread. r itself stays allocated while we are inside its gate (its
-   * worker holds a reference until the teardown, which waits for the gate). */
+   * thread, and x's reference to r with it, so we hold our own for the
+   * push. */
   pts_agent *r = x->reply_to;
-  if (pts__gate_enter(r)) {
-    pts__agent_send(r, &x->reply_cmd, PTS__RANK_OTHER);
-    pts__gate_leave(r);
+  pts_agent_ref(r);
+  if (pts__agent_send(r, &x->reply_cmd, PTS__RANK_OTHER)) {
+    pts_agent_unref(r);
     return;
   }
+  pts_agent_unref(r); /* x still holds one */
   /* reply_to is closed: done learns it here, on the target's thread. */
   reply_finish(x, false);
 }
@@ -643,14 +641,13 @@ int pts_agent_post_task(pts_agent *a, const pts_agent_post_options *opts,
     x->signal = NULL;
     x->delay_ms = o.delay_ms;
   }
-  if (!pts__gate_enter(a)) {
+  if (!pts__agent_admit(a, x->rank)) {
     pts__node_put(x);
     return PTS_ECLOSED;
   }
   if (x->extras && reply_to) pts_agent_ref(reply_to);
   if (x->extras && x->rc) rc_hold(x->rc);
-  pts__agent_send(a, &x->cmd, x->rank);
-  pts__gate_leave(a);
+  pts__agent_push(a, &x->cmd);
   return 0;
 }
 
@@ -661,10 +658,7 @@ int pts_agent_post_task_req(pts_agent *a, int priority, pts_agent_task_req *req,
     return PTS_ETYPE;
   xtask *x = (xtask *)(void *)req;
   xtask_init(x, a, priority, callback, data, false, true);
-  if (!pts__gate_enter(a)) return PTS_ECLOSED;
-  pts__agent_send(a, &x->cmd, x->rank);
-  pts__gate_leave(a);
-  return 0;
+  return pts__agent_send(a, &x->cmd, x->rank) ? 0 : PTS_ECLOSED;
 }
 
 /* ==== an ordinary task from any thread ==== */
@@ -716,12 +710,10 @@ int pts_agent_queue_task(pts_agent *a, pts_task_source source, pts_task_fn fn,
   q->fn = fn;
   q->data = data;
   q->source = source;
-  if (!pts__gate_enter(a)) {
+  if (!pts__agent_send(a, &q->cmd, xqueue_rank(q))) {
     pts__node_put(q);
     return PTS_ECLOSED;
   }
-  pts__agent_send(a, &q->cmd, xqueue_rank(q));
-  pts__gate_leave(a);
   return 0;
 }
 

@@ -27,7 +27,8 @@
  * after its owner freed it:
  * 1. Mark the loop closing and running (a run from a callback gets EBUSY).
  * 2. Release inbox commands first: a command may be embedded in an object
- *    the provider owns, so it must leave the inbox before the provider frees.
+ *    the provider owns, so it must leave the inbox before the provider frees
+ *    (pts__loop_free_when: until its caller knows no more are on the way).
  * 3. provider->destroy: the scheduler rejects its promises and frees.
  * 4. Every global is detached silently: tasks, timers, idle callbacks get
  *    PTS_ECANCELED.
@@ -279,6 +280,10 @@ static void wake_owner(pts_loop *loop) {
     fn(atomic_load_explicit(&loop->wake_ctx, memory_order_relaxed));
   else
     pts__parker_unpark(&loop->parker);
+}
+
+void pts__loop_push_command(pts_loop *loop, pts__command *cmd) {
+  pts__mpsc_push(&loop->inbox, &cmd->node);
 }
 
 void pts__loop_send_from_any_thread(pts_loop *loop, pts__command *cmd) {
@@ -1118,12 +1123,25 @@ static void release_global_work(pts_global *g) {
   pts__idle_release_global(g);
 }
 
+static int loop_free(pts_loop *loop, bool (*done)(void *ctx), void *ctx);
+
 int pts_loop_free(pts_loop *loop) {
   if (loop == NULL) return PTS_EINVAL;
   PTS__CHECK_OWNER(loop);
+  return loop_free(loop, NULL, NULL);
+}
+
+int pts__loop_free_when(pts_loop *loop, bool (*done)(void *ctx), void *ctx) {
+  if (loop == NULL) return PTS_EINVAL;
+  PTS__CHECK_OWNER(loop);
+  return loop_free(loop, done, ctx);
+}
+
+static int loop_free(pts_loop *loop, bool (*done)(void *ctx), void *ctx) {
   if (!enter_running(loop)) return PTS_EBUSY;
   loop->closing = true;
-  cancel_inbox(loop);
+  do cancel_inbox(loop);
+  while (done != NULL && !done(ctx));
   if (loop->prov != NULL && loop->prov->destroy != NULL)
     loop->prov->destroy(loop->prov_ctx);
   for (pts_global *g = loop->globals; g != NULL; g = g->next) {

@@ -146,6 +146,14 @@ typedef struct pts__command {
 } pts__command;
 /* Any thread; wakes the loop only if it sleeps. */
 void pts__loop_send_from_any_thread(pts_loop *loop, pts__command *cmd);
+/* Any thread: the push alone, for a producer that wakes the loop's driver
+ * by its own means (the agents layer) and must not touch the loop after
+ * its command is in the inbox. */
+void pts__loop_push_command(pts_loop *loop, pts__command *cmd);
+/* pts_loop_free, except that the release of the inbox's commands (its step
+ * 2) goes on until done(ctx) returns true: for commands whose producers are
+ * known to be on their way (the agents layer's admissions). */
+int pts__loop_free_when(pts_loop *loop, bool (*done)(void *ctx), void *ctx);
 
 /* A pass of in-place runs over the inbox (loop.c, inbox_run): how many
  * tasks ran and what the last one was, read and counted by the loop and by

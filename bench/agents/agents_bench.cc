@@ -225,17 +225,18 @@ BENCHMARK(BM_Latency)
     ->Iterations(1)->Repetitions(3)->ReportAggregatesOnly(true)->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
-// The gate's two atomic RMWs on one word: the per-post cost of the
-// "posters in flight" protocol (docs/agents.md, "Lifetime").
-std::atomic<uint64_t> gate_word{0};
-void BM_GatePair(benchmark::State &state) {
+// An admission's two steps (docs/agents.md, "Lifetime of a handle vs
+// concurrent posters"): the rank's count, then the closed flag, both
+// seq_cst (a post keeps its count: the pool thread's `applied` catches up).
+std::atomic<uint64_t> admitted{0};
+std::atomic<bool> closed_flag{false};
+void BM_Admission(benchmark::State &state) {
   for (auto _ : state) {
-    uint64_t g = gate_word.fetch_add(1, std::memory_order_acquire);
-    benchmark::DoNotOptimize(g);
-    gate_word.fetch_sub(1, std::memory_order_release);
+    admitted.fetch_add(1, std::memory_order_seq_cst);
+    benchmark::DoNotOptimize(closed_flag.load(std::memory_order_seq_cst));
   }
 }
-BENCHMARK(BM_GatePair)->Threads(1)->Threads(2)->Repetitions(5)->ReportAggregatesOnly(true);
+BENCHMARK(BM_Admission)->Threads(1)->Threads(2)->Repetitions(5)->ReportAggregatesOnly(true);
 
 #if defined(__x86_64__)
 // One TSC read, what the start-delay statistics clock (pts__stat_now_ns,

@@ -225,6 +225,59 @@ TEST_F(LifecycleTest, DestroyFromOwnTask) {
   pts_agent_unref(a);
 }
 
+// Destroy protocol step 3: a producer admitted before the close may not have
+// pushed yet; the loop is freed only once its command is in and released.
+TEST_F(LifecycleTest, TheTeardownWaitsForAnAdmittedCommandAndReleasesIt) {
+  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_TRUE(pts_test_agent_admit(a));
+  std::atomic<bool> destroyed{false};
+  std::thread d([&] {
+    EXPECT_EQ(0, pts_agent_destroy(a, true));
+    destroyed.store(true);
+  });
+  // Closed at once: a new post fails, the held admission keeps the loop.
+  Calls c;
+  ASSERT_TRUE(wait_until(
+      [&] { return pts_agent_queue_task(a, PTS_SOURCE_GENERIC, counting_task, &c) != 0; }));
+  EXPECT_FALSE(pts_test_agent_admit(a));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(destroyed.load());
+  pts_test_agent_push_probe(a);
+  d.join();
+  EXPECT_EQ(1, pts_test_probe_calls());
+  EXPECT_EQ(PTS_ECANCELED, pts_test_probe_status());
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
+}
+
+// Destroy protocol step 4: the teardown takes the wake token for good and
+// waits for a producer inside the wake hook's slow path (which may be
+// pushing the agent's node to the worker) before it lets the worker go.
+TEST_F(LifecycleTest, TheTeardownKeepsTheWakeTokenAndWaitsForAWakeInProgress) {
+  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_EQ(0, pts_agent_drain(a));  // idle: the token is back (false)
+  ASSERT_TRUE(wait_until([&] { return !pts_test_agent_signaled(a); }));
+  pts_test_agent_waker(a, +1);
+  std::atomic<bool> destroyed{false};
+  std::thread d([&] {
+    EXPECT_EQ(0, pts_agent_destroy(a, true));
+    destroyed.store(true);
+  });
+  ASSERT_TRUE(wait_until([&] { return pts_test_agent_signaled(a); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(destroyed.load());
+  pts_test_agent_waker(a, -1);
+  d.join();
+  EXPECT_TRUE(pts_test_agent_signaled(a));  // a later wake pushes nothing
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  EXPECT_TRUE(pts_test_agent_signaled(a));
+  pts_agent_unref(a);
+}
+
 TEST_F(LifecycleTest, ShutdownWithAgentsAndPendingWork) {
   pts_pool *p = NewPool(2, PTS_POLICY_FAIR);
   std::vector<pts_agent *> agents(6);

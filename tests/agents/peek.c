@@ -19,3 +19,47 @@ uint64_t pts_test_agent_posts(pts_agent *a, int which) {
                                      : &a->st_posts_enqueued;
   return atomic_load_explicit(c, memory_order_relaxed);
 }
+
+/* The admission protocol, driven by hand: a command of the top rank admitted
+ * (false if the agent is closed), then pushed. The probe records how its
+ * command was applied or released. */
+static struct {
+  pts__command cmd;
+  pts_agent *a;
+  _Atomic int calls, status;
+} probe;
+
+static void probe_cmd(pts__command *cmd, int status) {
+  (void)cmd;
+  pts__agent_applied(probe.a, PTS__RANK_OTHER);
+  atomic_store(&probe.status, status);
+  atomic_fetch_add(&probe.calls, 1);
+}
+
+bool pts_test_agent_admit(pts_agent *a);
+bool pts_test_agent_admit(pts_agent *a) { return pts__agent_admit(a, PTS__RANK_OTHER); }
+
+void pts_test_agent_push_probe(pts_agent *a);
+void pts_test_agent_push_probe(pts_agent *a) {
+  probe.cmd.fn = probe_cmd;
+  probe.a = a;
+  atomic_store(&probe.calls, 0);
+  atomic_store(&probe.status, -1);
+  pts__agent_push(a, &probe.cmd);
+}
+
+int pts_test_probe_calls(void);
+int pts_test_probe_calls(void) { return atomic_load(&probe.calls); }
+int pts_test_probe_status(void);
+int pts_test_probe_status(void) { return atomic_load(&probe.status); }
+
+/* A producer inside the wake hook's slow path, simulated: delta +1 enters,
+ * -1 leaves. */
+void pts_test_agent_waker(pts_agent *a, int delta);
+void pts_test_agent_waker(pts_agent *a, int delta) {
+  atomic_fetch_add(&a->wakers, (uint32_t)delta);
+}
+
+/* The agent's wake token. */
+bool pts_test_agent_signaled(pts_agent *a);
+bool pts_test_agent_signaled(pts_agent *a) { return atomic_load(&a->signaled); }

@@ -24,6 +24,16 @@ uint64_t pts_test_take_order(pts_loop *loop);
 // peek.c: cross-thread posts enqueued (which = 0) or refused as aborted (1);
 // pts_agent_queue_task tasks run in place (2).
 uint64_t pts_test_agent_posts(pts_agent *a, int which);
+// peek.c: the admission protocol by hand (one command of the top rank
+// admitted, then a probe command pushed; how the probe was applied or
+// released), a producer inside the wake hook's slow path (+1 in, -1 out),
+// and the agent's wake token.
+bool pts_test_agent_admit(pts_agent *a);
+void pts_test_agent_push_probe(pts_agent *a);
+int pts_test_probe_calls(void);
+int pts_test_probe_status(void);
+void pts_test_agent_waker(pts_agent *a, int delta);
+bool pts_test_agent_signaled(pts_agent *a);
 }
 
 namespace ptstest {
