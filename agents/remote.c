@@ -581,23 +581,47 @@ static void xtask_cmd(pts__command *cmd, int status) {
 /* Whether a command of that rank, popped with nothing else runnable
  * (pts__agent_run_command), may run in place: it has a rank below the top,
  * nothing ranked above it waits, and the default global's scheduler may run
- * a task now (active, not detached, nothing queued). If so, it counts as
- * applied. */
-static bool take_in_place(pts_agent *a, int rank) {
-  if (rank == PTS__RANK_OTHER || a->sched == NULL || !pts__agent_nothing_above(a, rank) ||
-      !pts__scheduler_may_run_now(a->sched))
-    return false;
-  pts__agent_applied(a, rank);
-  return true;
+ * a task now (active, not detached, nothing queued). */
+static inline bool may_run_in_place(pts_agent *a, int rank) {
+  return rank != PTS__RANK_OTHER && a->sched != NULL && pts__agent_nothing_above(a, rank) &&
+         pts__scheduler_may_run_now(a->sched);
+}
+
+/* The plain posts of one rank run in place in a row by one runner call: they
+ * count as applied (and enqueued) together when the row ends, which is
+ * before anything else is applied or run and at the latest when the call
+ * returns (a pass's limit: 64 tasks), so only a statistics snapshot taken
+ * by one of those tasks sees them late. The count of the row's own rank is
+ * read only by lower ranks' checks, and a row ends before a command of
+ * another rank is looked at. */
+typedef struct inplace_row {
+  pts_agent *a;
+  int rank;
+  uint32_t n;
+} inplace_row;
+
+static void row_end(inplace_row *row) {
+  if (row->n == 0) return;
+  pts_agent *a = row->a;
+  a->applied += row->n;
+  a->applied_rank[row->rank] += row->n;
+  atomic_store_explicit(&a->st_applied, a->applied, memory_order_relaxed);
+  pts__stat_add(&a->st_posts_enqueued, row->n);
+  row->n = 0;
 }
 
 /* A plain post popped with nothing else runnable: it runs at once, as the
- * scheduler's pick, in the command runner's run; 0 if it may not. */
-static int xtask_run_now(xtask *x, pts__sched_run *run) {
+ * scheduler's pick, in the command runner's run and row; 0 if it may not. */
+static int xtask_run_now(xtask *x, pts__sched_run *run, inplace_row *row) {
   pts_agent *a = x->agent;
   int rank = x->rank;
-  if (!take_in_place(a, rank)) return 0;
-  pts__stat_add(&a->st_posts_enqueued, 1);
+  if (rank != row->rank) {
+    row_end(row);
+    row->a = a;
+    row->rank = rank;
+  }
+  if (!may_run_in_place(a, rank)) return 0;
+  row->n++;
   return pts__scheduler_run_in(run, a->sched, xtask_run_in_place, x, rank);
 }
 
@@ -722,7 +746,9 @@ int pts_agent_queue_task(pts_agent *a, pts_task_source source, pts_task_fn fn,
  * "Processing model"); 0 if it may not. */
 static int xqueue_run_now(xqueue *q) {
   pts_agent *a = q->agent;
-  if (!take_in_place(a, xqueue_rank(q))) return 0;
+  int rank = xqueue_rank(q);
+  if (!may_run_in_place(a, rank)) return 0;
+  pts__agent_applied(a, rank);
   pts__stat_add(&a->st_queued_in_place, 1);
   pts_loop *loop = a->loop;
   (void)pts__loop_take_enqueue_order(loop); /* spec: the task was queued */
@@ -751,20 +777,25 @@ pts__command *pts__agent_run_command(pts_loop *loop, pts__command *cmd, pts__inb
    * run ends before anything else runs: an ordinary task, or the loop
    * applying a command. */
   pts__sched_run run = PTS__SCHED_RUN_INIT;
+  inplace_row row = {NULL, -1, 0};
   do {
     int pick = 0;
     if (cmd->fn == xtask_cmd) {
-      pick = xtask_run_now(container_of(cmd, xtask, cmd), &run);
+      pick = xtask_run_now(container_of(cmd, xtask, cmd), &run, &row);
     } else if (cmd->fn == xqueue_cmd) {
+      row_end(&row);
+      row.rank = -1;
       pts__scheduler_run_end(&run);
       pick = xqueue_run_now(container_of(cmd, xqueue, cmd));
     }
     if (pick == 0) {
+      row_end(&row);
       pts__scheduler_run_end(&run);
       return cmd;
     }
     pts__inbox_pass_ran(pass, pick);
   } while ((cmd = pts__loop_inbox_next(loop, pass)) != NULL);
+  row_end(&row);
   pts__scheduler_run_end(&run);
   return NULL;
 }

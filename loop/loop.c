@@ -722,7 +722,11 @@ static int urgency_of_pick(unsigned p) {
                               : urgency_of_priority((int)p - 1);
 }
 
-int pts__pick_urgency(int pick) { return urgency_of_pick((unsigned)pick); }
+void pts__inbox_pass_count(pts__inbox_pass *pass) {
+  if (pass->counts != NULL && pass->ran > pass->counted)
+    pass->counts[urgency_of_pick((unsigned)pass->pick)] += pass->ran - pass->counted;
+  pass->counted = pass->ran;
+}
 
 /* Whether the pass may take one more task, the provider aside. */
 static inline bool inbox_pass_may_go_on(pts_loop *loop, const pts__inbox_pass *p) {
@@ -764,7 +768,7 @@ pts__command *pts__loop_inbox_next(pts_loop *loop, const pts__inbox_pass *p) {
  * Returns the tasks run (loop->last_pick says what the last one was). The
  * caller has checked inbox_is_next(). */
 static uint32_t inbox_run(pts_loop *loop, uint32_t max, uint32_t *counts, bool *applied) {
-  pts__inbox_pass p = {0, max, counts, LAST_PICK_CLASS + CLS_FIFO, -1, 0};
+  pts__inbox_pass p = {0, max, counts, LAST_PICK_CLASS + CLS_FIFO, 0};
   *applied = false;
   for (;;) {
     pts__mpsc_node *node = pts__mpsc_pop(&loop->inbox);
@@ -794,6 +798,7 @@ static uint32_t inbox_run(pts_loop *loop, uint32_t max, uint32_t *counts, bool *
     }
     if (!inbox_pass_may_go_on(loop, &p) || !provider_idle(loop)) break;
   }
+  pts__inbox_pass_count(&p);
   if (p.ran > 0) {
     loop->last_pick = (uint8_t)p.pick;
     loop->streak = 0; /* a pick with no other class waiting */

@@ -162,23 +162,20 @@ typedef struct pts__inbox_pass {
   uint32_t ran, max; /* tasks run in the pass; its limit */
   uint32_t *counts;  /* counts[PTS__URGENCY_*] of each task run, or NULL */
   int pick;          /* the last task's pick (pts__loop_last_urgency) */
-  int counted_pick, urgency; /* the last pick counted and its urgency: a
-                              * stream repeats one pick */
+  uint32_t counted;  /* tasks before this many are in counts: the tasks of
+                      * one pick in a row are added when the pick changes
+                      * and when the pass ends (pts__inbox_pass_count) */
 } pts__inbox_pass;
-/* The urgency (PTS__URGENCY_*) of a pick, for pts__inbox_pass_ran. */
-int pts__pick_urgency(int pick);
+/* Adds the row of tasks of the current pick to counts. */
+void pts__inbox_pass_count(pts__inbox_pass *pass);
 /* Owner thread, the loop and its runner: counts a task run in place, of
- * that pick. Inline: once per task of a stream. */
+ * that pick. Inline: once per task of a stream, where the pick repeats. */
 static inline void pts__inbox_pass_ran(pts__inbox_pass *pass, int pick) {
-  pass->ran++;
-  pass->pick = pick;
-  if (pass->counts != NULL) {
-    if (pick != pass->counted_pick) {
-      pass->counted_pick = pick;
-      pass->urgency = pts__pick_urgency(pick);
-    }
-    pass->counts[pass->urgency]++;
+  if (__builtin_expect(pick != pass->pick, 0)) {
+    pts__inbox_pass_count(pass);
+    pass->pick = pick;
   }
+  pass->ran++;
 }
 /* Owner thread, the runner only: the inbox's next command, popped, while the
  * pass may go on (below its limit, no stop requested, no ordinary task
