@@ -280,10 +280,12 @@ int pts_remote_controller_set_priority(pts_remote_controller *rc, int priority,
  * so the pool thread takes one cache line from the poster per task: the
  * part is 56 bytes, the rest of the node cache's first line after its
  * 8-byte tag (sync/nodecache.h). Such a plain post is a node cache's small
- * block, or the caller's pts_agent_task_req: the part, then the scheduler's
- * handle of the task (pts__scheduler_post_in), written by the pool thread.
- * A post with extras is a large block and the scheduler allocates its
- * handle. Measured in docs/agents.md ("Hot paths"). */
+ * block: the part, then the scheduler's handle of the task
+ * (pts__scheduler_post_in), written by the pool thread if the task waits in
+ * a queue. In the caller's pts_agent_task_req (64 bytes) it is the part
+ * alone, and a waiting task's handle comes from the scheduler
+ * (pts_scheduler_post), like a post with extras, which is a large block.
+ * Measured in docs/agents.md ("Hot paths"). */
 typedef struct xtask {
   pts__command cmd; /* the post, in the target's inbox */
   pts_agent *agent; /* the target (no reference: used on its thread only) */
@@ -318,9 +320,9 @@ typedef struct xtask {
 #define XTASK_PLAIN_SIZE (offsetof(xtask, handle) + sizeof(pts__sched_slot))
 _Static_assert(offsetof(xtask, handle) <= 56, "an xtask's common part fits 56 bytes");
 _Static_assert(XTASK_PLAIN_SIZE <= PTS__NODE_SMALL, "a plain post is a small block");
-_Static_assert(XTASK_PLAIN_SIZE <= sizeof(pts_agent_task_req) &&
+_Static_assert(offsetof(xtask, handle) <= sizeof(pts_agent_task_req) &&
                    _Alignof(xtask) <= _Alignof(pts_agent_task_req),
-               "a plain post fits a pts_agent_task_req");
+               "a plain post's common part fits a pts_agent_task_req");
 
 static void xtask_free(xtask *x) {
   if (x->extras) {
@@ -538,8 +540,12 @@ static void xtask_cmd(pts__command *cmd, int status) {
     return;
   }
   int r;
-  if (!x->extras) {
+  if (!x->extras && !x->caller_owned) {
     r = pts__scheduler_post_in(a->sched, &x->handle, xtask_run, x, x->priority);
+  } else if (!x->extras) { /* the caller's request holds no handle */
+    pts_post_options o = PTS_POST_OPTIONS_INIT;
+    o.priority = x->priority;
+    r = pts_scheduler_post(a->sched, xtask_run, x, &o);
   } else {
     pts_post_options o = PTS_POST_OPTIONS_INIT;
     o.priority = x->priority;

@@ -210,12 +210,13 @@ PTS_EXTERN int pts_agent_post_task(pts_agent *a,
 
 /** Caller-owned storage for one pts_agent_post_task_req() (since 1.1), like
  * pts_task_req for a loop: with it a cross-thread postTask allocates
- * nothing. The contents are private to ptsched. ABI: 128 bytes, fixed for a
- * major version. Aligned to 64 bytes (aligned_alloc), the part the agent's
- * thread reads to run the task is one cache line (the second holds the
- * scheduler's handle while the task waits in a queue). */
+ * nothing. The contents are private to ptsched. ABI: 64 bytes since 3.0
+ * (128 in 1.1-2.0), fixed for a major version. Aligned to 64 bytes
+ * (aligned_alloc), it is one cache line: what the agent's thread reads to
+ * run the task. A task that waits in a queue takes its scheduler handle
+ * from the agent's loop. */
 typedef struct pts_agent_task_req {
-  void *pts_private[16]; /**< private to ptsched */
+  void *pts_private[8]; /**< private to ptsched */
 } pts_agent_task_req;
 
 /** pts_agent_post_task() for the plain post, with caller-owned storage

@@ -614,6 +614,42 @@ pts_agent_task_req *new_req() {
   return static_cast<pts_agent_task_req *>(std::aligned_alloc(64, sizeof(pts_agent_task_req)));
 }
 
+// Since 3.0 a request is 64 bytes and holds no scheduler handle: requests
+// side by side in one array, whose tasks wait in the scheduler (a
+// user-blocking post behind background ones keeps them from running in
+// place), each run once with their own callback data, in priority order.
+// A handle written into a request would overwrite its neighbour's.
+TEST_F(PoolTest, RequestsSideBySideWaitInTheSchedulerWithoutTouchingEachOther) {
+  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
+  pts_agent *a;
+  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  static_assert(sizeof(pts_agent_task_req) == 64, "one cache line since 3.0");
+  const int n = 16;
+  std::vector<pts_agent_task_req> reqs(n);
+  RunLog log;
+  std::vector<Tagged> t(n);
+  uint64_t in_place = ran_in_place(a);
+  Blocker blk;
+  ASSERT_TRUE(blk.block(a));
+  std::string late;
+  for (int i = 0; i < n - 1; i++) {
+    t[i] = Tagged{&log, "b" + std::to_string(i)};
+    late += "," + t[i].id;
+    ASSERT_EQ(0, pts_agent_post_task_req(a, PTS_PRIORITY_BACKGROUND, &reqs[i], log_task, &t[i]));
+  }
+  t[n - 1] = Tagged{&log, "ub"};
+  ASSERT_EQ(0, pts_agent_post_task_req(a, PTS_PRIORITY_USER_BLOCKING, &reqs[n - 1], log_task,
+                                       &t[n - 1]));
+  blk.release.store(true);
+  ASSERT_TRUE(wait_until([&] { return log.ran.load() == n; }));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  EXPECT_EQ("ub" + late, log.Ids());
+  EXPECT_LE(ran_in_place(a) - in_place, 1u);  // the others waited in a queue
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+  pts_agent_unref(a);
+}
+
 // Plain posts with requests to an idle agent alone on its thread run in
 // place, once each, in posting order, counted like pts_agent_post_task's.
 TEST_F(PoolTest, PostTaskReqRunsOnceInOrderAndLeavesTheRequestToItsCallback) {
