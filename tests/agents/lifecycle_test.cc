@@ -225,6 +225,23 @@ TEST_F(LifecycleTest, DestroyFromOwnTask) {
   pts_agent_unref(a);
 }
 
+// pts_agent_destroy(a, true) on a thread of its own, for the tests of what
+// holds the teardown back.
+struct BackgroundDestroy {
+  std::atomic<bool> done{false};
+  std::thread t;
+  explicit BackgroundDestroy(pts_agent *a)
+      : t([this, a] {
+          EXPECT_EQ(0, pts_agent_destroy(a, true));
+          done.store(true);
+        }) {}
+  // Still waiting after 100 ms more.
+  bool StillWaiting() {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return !done.load();
+  }
+};
+
 // Destroy protocol step 3: a producer admitted before the close may not have
 // pushed yet; the loop is freed only once its command is in and released.
 TEST_F(LifecycleTest, TheTeardownWaitsForAnAdmittedCommandAndReleasesIt) {
@@ -232,20 +249,15 @@ TEST_F(LifecycleTest, TheTeardownWaitsForAnAdmittedCommandAndReleasesIt) {
   pts_agent *a;
   ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
   ASSERT_TRUE(pts_test_agent_admit(a));
-  std::atomic<bool> destroyed{false};
-  std::thread d([&] {
-    EXPECT_EQ(0, pts_agent_destroy(a, true));
-    destroyed.store(true);
-  });
+  BackgroundDestroy d(a);
   // Closed at once: a new post fails, the held admission keeps the loop.
   Calls c;
   ASSERT_TRUE(wait_until(
       [&] { return pts_agent_queue_task(a, PTS_SOURCE_GENERIC, counting_task, &c) != 0; }));
   EXPECT_FALSE(pts_test_agent_admit(a));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_FALSE(destroyed.load());
+  EXPECT_TRUE(d.StillWaiting());
   pts_test_agent_push_probe(a);
-  d.join();
+  d.t.join();
   EXPECT_EQ(1, pts_test_probe_calls());
   EXPECT_EQ(PTS_ECANCELED, pts_test_probe_status());
   EXPECT_EQ(0, pts_pool_shutdown(p));
@@ -262,16 +274,11 @@ TEST_F(LifecycleTest, TheTeardownKeepsTheWakeTokenAndWaitsForAWakeInProgress) {
   ASSERT_EQ(0, pts_agent_drain(a));  // idle: the token is back (false)
   ASSERT_TRUE(wait_until([&] { return !pts_test_agent_signaled(a); }));
   pts_test_agent_waker(a, +1);
-  std::atomic<bool> destroyed{false};
-  std::thread d([&] {
-    EXPECT_EQ(0, pts_agent_destroy(a, true));
-    destroyed.store(true);
-  });
+  BackgroundDestroy d(a);
   ASSERT_TRUE(wait_until([&] { return pts_test_agent_signaled(a); }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_FALSE(destroyed.load());
+  EXPECT_TRUE(d.StillWaiting());
   pts_test_agent_waker(a, -1);
-  d.join();
+  d.t.join();
   EXPECT_TRUE(pts_test_agent_signaled(a));  // a later wake pushes nothing
   EXPECT_EQ(0, pts_pool_shutdown(p));
   EXPECT_TRUE(pts_test_agent_signaled(a));
