@@ -215,7 +215,7 @@ static void agent_wake(void *ctx);
 
 void pts__agent_push(pts_agent *a, pts__command *cmd) {
   /* The loop is not touched after the push: once the command has left the
-   * inbox, the teardown may free it (destroy protocol step 4). The agent's
+   * inbox, the teardown may free it (destroy protocol step 3). The agent's
    * wake hook, called directly, touches the handle (the caller's reference)
    * and, when it pushes the node, the worker (counted in wakers). */
   pts__loop_push_command(a->loop, cmd);
