@@ -56,8 +56,8 @@ typedef struct pts__posted {
 
 /* ---- control commands of a worker (add, destroy, shutdown) ---- */
 
-/* ADD: a new agent; DESTROY; MOVE: a loop arriving from another worker
- * (migration protocol, pool.c); SHUTDOWN. */
+/* ADD: a new agent; DESTROY; MOVE: a same-origin group arriving from another
+ * worker (migration protocol, pool.c); SHUTDOWN. */
 enum { PTS__CTL_ADD = 1, PTS__CTL_DESTROY, PTS__CTL_MOVE, PTS__CTL_SHUTDOWN };
 
 /* Arrays of a worker, replaced whole when it grows (allocated by the creator
@@ -73,20 +73,36 @@ typedef struct pts__warrays {
 typedef struct pts__ctl {
   pts__mpsc_node node;
   int kind;
-  pts_agent *agent;
+  pts_agent *agent; /* MOVE: the group's first member, the rest by mv_next */
   pts__warrays *arrays; /* ADD: new arrays to install first, or NULL */
 } pts__ctl;
 
-/* The pool's record of an origin placed on a thread. */
+/* The pool's record of an origin placed on a thread: its group, the unit of
+ * every move (pool.c, migration protocol). All its agents are on one worker,
+ * `thread`, or travel there together in one MOVE. */
 typedef struct pts__origin {
   struct pts__origin *next;
   char *name;
-  unsigned thread;
-  uint32_t agents;
+  unsigned thread;   /* under the pool's mutex */
+  uint32_t agents;   /* registered agents of the group, under the mutex */
   uint32_t pinned;   /* agents of it that are pinned: the balancer skips it */
   uint64_t moved_at; /* when the balancer last moved it (pts__now_ns) */
   uint64_t bal_cpu;  /* balancer scratch: CPU time of its agents in the window */
+  /* Owner (the worker the group is on): a move decided and waiting to
+   * leave (migration steps 1-2): its target, how many members' wake tokens
+   * it still waits for, whether the balancer made it; the arrival command
+   * (one in flight at a time) and when the group left. */
+  pts__worker *mv_to;
+  uint32_t mv_missing;
+  bool mv_balancer;
+  pts__ctl ctl_move;
+  uint64_t mv_t0;
 } pts__origin;
+
+/* A member's wake token during a group move (pts_agent.mv_token): not
+ * taken; taken but still on the worker's signaled queue (it is ours when
+ * the node pops); held by the mover. */
+enum { PTS__MV_NONE = 0, PTS__MV_WAIT, PTS__MV_HELD };
 
 struct pts_agent {
   /* Commands of this layer admitted, by rank: the admission itself (their
@@ -126,7 +142,6 @@ struct pts_agent {
    * read it only while they hold an admission. */
   pts_loop *loop;
   pts__ctl ctl_add, ctl_destroy;
-  pts__ctl ctl_move; /* the arrival of a move: one in flight at a time */
   /* pts_agent_move: the request travels through the loop's inbox, so it
    * reaches whichever worker owns the loop when it is applied. */
   pts__command req_cmd;
@@ -154,9 +169,9 @@ struct pts_agent {
   struct pts_agent *due_next;
   uint64_t applied; /* commands of this layer applied (or released) */
   uint64_t applied_rank[PTS__RANKS]; /* the same, by rank */
-  pts__worker *move_to; /* a move waiting for the agent's node to pop */
+  int mv_token;         /* PTS__MV_*: its wake token in its group's move */
+  struct pts_agent *mv_next; /* the next member of a group in flight */
   int req_target;       /* a pts_agent_move request applied, or -1 */
-  uint64_t move_t0;     /* the move in flight: when the source detached */
   uint64_t bal_cpu0;    /* balancer: st_cpu_ns at the window's start */
   pts_remote_controller *rcs; /* registered remote controllers */
   pts__drain_wait *drainers;
@@ -221,6 +236,11 @@ struct pts__worker {
   uint64_t rng[4];   /* randomized: xoshiro256** state */
   uint64_t frame_origin; /* time-partitioned: start of slot 0 */
   uint32_t nready;       /* agents whose last poll found a runnable task */
+  /* A group here may be ready to leave (pool.c, leave_groups): departures
+   * wait for the worker loop's own point, where no other step is under way
+   * and no agent is being iterated, since a departed agent may be freed by
+   * its new worker at once. */
+  bool mv_pending;
   /* Balancer: next decision, window start, whether a window is open, this
    * worker's busy time and every worker's at its start (n entries). */
   uint64_t bal_next, bal_t0, bal_busy0;

@@ -11,35 +11,50 @@
  * queue of a->w or of no worker, and a->w changes only while the node is
  * off every queue and its token (signaled = true) is held by the mover.
  *
- * Migration protocol (a loop moves from its owner S to a worker T, between
- * two of its tasks; docs/agents.md, "Migration"):
- * 1. S decides (its balancer, or a pts_agent_move request applied from the
- *    loop's inbox). It takes the agent's wake token: exchange(signaled,
- *    true). If that returned true, the node is on S's signaled queue (a
- *    producer pushed it to a->w = S); S records move_to = T and goes on at
- *    step 2 when it pops the node, instead of clearing signaled. While the
- *    token is held, producers push their commands to the inbox and push no
- *    node anywhere (their wake hook sees signaled = true).
- * 2. Under the pool's mutex: if the agent is closed (a destroy is under
- *    way) the move is dropped and S gives the token back (store false, then
- *    poll, as after a pop). Otherwise S takes the agent out of its policy,
- *    timer heap and agents[], detaches the loop (wake hook off, running
- *    released), sets a->w = T and a->thread, moves the placement counts,
- *    allocates T's larger arrays if T needs them (T never allocates),
- *    pushes the agent's MOVE command to T's control queue and unparks T.
- * 3. A destroy closes the agent under the same mutex before it reads a->w,
- *    so it goes to the worker that ends up owning the loop, and after the
- *    MOVE there (the MOVE push finished before the mutex was released; the
- *    control queue is FIFO).
- * 4. T pops the MOVE (acquire: it sees everything S wrote to the agent and
- *    the loop), installs the arrays, appends the agent and attaches the
- *    loop (T becomes its owner; the wake hook is back).
- * 5. T stores signaled = false, then polls the loop: the commands pushed
- *    while the token was held are in the inbox, in posting order (the inbox
- *    is the loop's and never changes hands), and this poll applies them; a
- *    command pushed after the store finds signaled false and pushes the node
- *    to T (wake protocol, step 3). Due timers fire at this poll and T's
- *    timer heap takes the next deadline.
+ * Migration protocol (a same-origin group of loops moves from its owner S
+ * to a worker T, between two of their tasks; docs/agents.md, "Migration").
+ * The unit is the group (pts__origin): its agents never run steps on two
+ * threads at once, and at rest they are all on oe->thread.
+ * 1. S decides (its balancer, or a pts_agent_move request of any member
+ *    applied from that member's inbox) and records the target in the group
+ *    (oe->mv_to; a later decision replaces it, one for S itself cancels
+ *    it). It takes every member's wake token: exchange(signaled, true).
+ *    Where that returned true, the member's node is on S's signaled queue
+ *    (a producer pushed it to a->w = S): the token is S's when the node
+ *    pops (mv_missing counts those). While a token is held, producers push
+ *    their commands to the inbox and push no node anywhere (their wake hook
+ *    sees signaled = true). Members keep running on S meanwhile: none has
+ *    left.
+ * 2. Once S holds every token, at the worker loop's departure point
+ *    (leave_groups: no step under way, no agent being iterated, since a
+ *    departed agent may be freed by T at once), under the pool's mutex: if
+ *    a member is closed (its destroy command is in S's control queue: the
+ *    destroyer pushes it under this mutex) or an agent of the origin is not
+ *    yet in S's agents[] (its ADD is in S's control queue: pts_agent_new
+ *    pushes it under this mutex to oe->thread), the group waits with its
+ *    tokens held, and the teardown or the attach of that agent tries again
+ *    (the attach takes the new member's token first). Otherwise S
+ *    takes every member out of its policy, timer heap and agents[],
+ *    detaches their loops (wake hooks off, running released), sets a->w = T
+ *    and a->thread, sets oe->thread = T (new agents of the origin go to T
+ *    from now on) and moves the placement counts, allocates T's larger
+ *    arrays if T needs them (T never allocates; out of memory drops the
+ *    move and gives the tokens back), pushes the group's one MOVE command
+ *    (the members linked by mv_next) to T's control queue and unparks T.
+ * 3. A destroy closes the agent and pushes its command under the same
+ *    mutex, so it goes to the worker that ends up owning the loop, after
+ *    the MOVE there (the control queue is FIFO).
+ * 4. T pops the MOVE (acquire: it sees everything S wrote to the agents,
+ *    the group and the loops), installs the arrays, appends every member
+ *    and attaches every loop (T becomes their owner; the wake hooks are
+ *    back), so a poll of one member that moves the group on (a request it
+ *    applies) finds the whole group here.
+ * 5. T stores signaled = false for every member, then polls each: the
+ *    commands pushed while the tokens were held are in the inboxes, in
+ *    posting order (an inbox is its loop's and never changes hands), and
+ *    these polls apply them; a command pushed after the store finds
+ *    signaled false and pushes the node to T (wake protocol, step 3). Due
+ *    timers fire at these polls and T's timer heap takes the next deadlines.
  * Nothing else is copied: tasks, timers, promises, signals, remote
  * controllers and drain waiters belong to the loop or to the agent's owner
  * fields, which pass from S to T with the MOVE (release push, acquire pop).
@@ -67,8 +82,8 @@
  *    that finds the agent open are the two halves of one Dekker pair
  *    (seq_cst), so every admitted command is counted where the teardown
  *    looks.
- * 2. It pushes the destroy command to the worker's control queue, unparks
- *    the worker and ends its admission.
+ * 2. Still under the mutex, it pushes the destroy command to the worker's
+ *    control queue and unparks the worker; then it ends its admission.
  * 3. The worker applies the command between two steps (so a destroy from one
  *    of the agent's own tasks takes effect after that task returns): it
  *    removes the agent from its policy and timer structures, drops the remote
@@ -403,7 +418,7 @@ static void track_ready(pts__worker *w, pts_agent *a, int u) {
   if (was != now) w->nready = now ? w->nready + 1 : w->nready - 1;
 }
 
-static void move_group(pts__worker *w, pts_agent *a, unsigned thread, bool by_balancer);
+static void group_request(pts__worker *w, pts__origin *oe, pts__worker *t, bool by_balancer);
 
 /* Whether a is the only agent on w under a policy that would pick it again
  * after every step (strict, round-robin, fair, randomized): then nothing
@@ -445,11 +460,11 @@ static void refresh(pts__worker *w, pts_agent *a, bool ran, uint64_t cpu_ns,
       !atomic_load_explicit(&a->signaled, memory_order_seq_cst))
     drainers_complete(a, 0);
   /* A pts_agent_move request the poll (or the step before it) applied:
-   * moved now, between two tasks, after a is filed (migration step 1). */
+   * decided now, between two tasks, after a is filed (migration step 1). */
   if (a->req_target >= 0) {
     unsigned t = (unsigned)a->req_target;
     a->req_target = -1;
-    move_group(w, a, t, false);
+    group_request(w, a->oe, w->pool->w[t], false);
   }
 }
 
@@ -507,8 +522,8 @@ static void publish_layout(pts__worker *w) {
   atomic_store_explicit(&w->st_frame_origin, w->frame_origin, memory_order_relaxed);
 }
 
-/* Appends the agent of an ADD or MOVE to w's agents and attaches its loop;
- * false if the loop is held elsewhere. */
+/* Appends the agent of an ADD to w's agents and attaches its loop; false if
+ * the loop is held elsewhere. */
 static bool agent_take(pts__worker *w, pts__ctl *c) {
   pts_agent *a = c->agent;
   if (c->arrays != NULL) warrays_install(w, c->arrays);
@@ -526,25 +541,47 @@ static bool agent_take(pts__worker *w, pts__ctl *c) {
   return true;
 }
 
+static void group_take_token(pts__origin *oe, pts_agent *b);
+
 static void agent_attach(pts__worker *w, pts__ctl *c) {
   pts_agent *a = c->agent;
   if (!agent_take(w, c)) return;
   a->sched = pts_global_scheduler(pts_loop_default_global(a->loop)); /* made by pts_agent_new */
+  /* Its group waits to leave (migration step 2): it goes too. */
+  if (a->oe->mv_to != NULL) {
+    group_take_token(a->oe, a);
+    w->mv_pending = true;
+  }
   refresh(w, a, false, 0, false);
 }
 
-/* Migration protocol steps 4-5, on T. */
-static void agent_arrive(pts__worker *w, pts__ctl *c) {
-  pts_agent *a = c->agent;
-  if (!agent_take(w, c)) return;
-  uint64_t t0 = a->move_t0;
-  stat_add(&a->st_moves, 1);
-  atomic_store_explicit(&a->signaled, false, memory_order_seq_cst); /* step 5 */
-  /* The poll may move the agent on (a request it applied): a is not ours
-   * after it. */
-  refresh(w, a, false, 0, false);
-  stat_add(&w->st_moves_in, 1);
-  stat_add(&w->st_move_ns, pts__now_ns() - t0);
+/* Migration protocol steps 4-5, on T: the whole group first, then its
+ * polls (a request one of them applies leaves at leave_groups). */
+static void group_arrive(pts__worker *w, pts__ctl *c) {
+  pts_agent *head = c->agent;
+  uint64_t t0 = head->oe->mv_t0;
+  if (c->arrays != NULL) warrays_install(w, c->arrays);
+  c->arrays = NULL;
+  for (pts_agent *b = head; b != NULL; b = b->mv_next) {
+    b->idx = w->nagents;
+    w->arr->agents[w->nagents++] = b;
+  }
+  publish_layout(w);
+  uint64_t k = 0;
+  for (pts_agent *b = head; b != NULL; b = b->mv_next) {
+    if (pts__loop_pool_attach(b->loop, agent_wake, b) == 0)
+      b->attached = true;
+    else /* as in agent_take: a contract breach, the agent never runs */
+      fprintf(stderr, "ptsched: agent loop is running elsewhere; not attached\n");
+    stat_add(&b->st_moves, 1);
+    atomic_store_explicit(&b->signaled, false, memory_order_seq_cst); /* step 5 */
+    k++;
+  }
+  for (pts_agent *b = head; b != NULL; b = b->mv_next)
+    if (b->attached) refresh(w, b, false, 0, false);
+  /* Each member's move ends with the group's polls. */
+  stat_add(&w->st_moves_in, k);
+  stat_add(&w->st_move_ns, k * (pts__now_ns() - t0));
 }
 
 /* Takes a out of w's policy, timer heap and agents[] (teardown, move). */
@@ -583,8 +620,13 @@ static bool all_admitted_applied(void *ctx) {
 static void agent_teardown(pts__worker *w, pts_agent *a) {
   /* Destroy protocol step 4. */
   agent_unplace(w, a);
-  a->move_to = NULL;
   if (w->plan == a) w->plan = NULL;
+  /* Its group's move no longer waits for it (migration step 2): a token
+   * the move holds means its node is on no queue. */
+  pts__origin *oe = a->oe;
+  bool token_held = a->mv_token == PTS__MV_HELD;
+  if (a->mv_token == PTS__MV_WAIT) oe->mv_missing--;
+  a->mv_token = PTS__MV_NONE;
 
   a->dead = true;
   pts__tls_agent = a;
@@ -598,7 +640,8 @@ static void agent_teardown(pts__worker *w, pts_agent *a) {
   /* The wake token, for good: a producer still on its way out of a push
    * finds it taken and leaves the worker alone; one inside agent_wake's slow
    * path is waited for. */
-  bool queued = atomic_exchange_explicit(&a->signaled, true, memory_order_seq_cst);
+  bool queued = atomic_exchange_explicit(&a->signaled, true, memory_order_seq_cst) &&
+                !token_held;
   unsigned spins = 0;
   while (atomic_load_explicit(&a->wakers, memory_order_seq_cst) != 0) cpu_relax(spins++);
   a->loop = NULL;
@@ -612,9 +655,9 @@ static void agent_teardown(pts__worker *w, pts_agent *a) {
   else
     pool->registry = a->reg_next;
   if (a->reg_next) a->reg_next->reg_prev = a->reg_prev;
-  pts__origin *oe = a->oe;
   if (a->pinned) oe->pinned--;
-  if (--oe->agents == 0) {
+  bool members_left = --oe->agents != 0;
+  if (!members_left) {
     pts__origin **pp = &pool->origins;
     while (*pp != oe) pp = &(*pp)->next;
     *pp = oe->next;
@@ -627,6 +670,8 @@ static void agent_teardown(pts__worker *w, pts_agent *a) {
   pool->nagents--;
   pthread_cond_broadcast(&pool->cv);
   pthread_mutex_unlock(&pool->mu);
+  /* The rest of the group may leave now. */
+  if (members_left && oe->mv_to != NULL) w->mv_pending = true;
 
   pthread_mutex_lock(&a->mu);
   a->destroyed = true;
@@ -645,78 +690,129 @@ static void agent_teardown(pts__worker *w, pts_agent *a) {
 
 static void push_ctl(pts__worker *w, pts__ctl *c);
 
-/* Migration step 2, on S with the token held. */
-static void move_out(pts__worker *w, pts_agent *a, pts__worker *t) {
+/* Migration step 1 for one member: its wake token, or a wait for its node. */
+static void group_take_token(pts__origin *oe, pts_agent *b) {
+  if (b->mv_token != PTS__MV_NONE) return;
+  if (atomic_exchange_explicit(&b->signaled, true, memory_order_seq_cst)) {
+    b->mv_token = PTS__MV_WAIT; /* its node is on our queue: ours when it pops */
+    oe->mv_missing++;
+  } else {
+    b->mv_token = PTS__MV_HELD;
+  }
+}
+
+/* Drops the group's move: every token it holds goes back. The member's
+ * node is pushed to our own signaled queue, as a producer would, so its pop
+ * clears the token and polls the loop for the commands that came meanwhile
+ * (wake protocol step 3), after whatever the caller is in the middle of. */
+static void group_cancel(pts__worker *w, pts__origin *oe) {
+  oe->mv_to = NULL;
+  oe->mv_missing = 0;
+  for (uint32_t i = 0; i < w->nagents; i++) {
+    pts_agent *b = w->arr->agents[i];
+    if (b->oe != oe) continue;
+    if (b->mv_token == PTS__MV_HELD) pts__mpsc_push(&w->signaled, &b->sig_node);
+    b->mv_token = PTS__MV_NONE; /* a node still queued pops as usual */
+  }
+}
+
+/* Migration step 2, on S, from leave_groups: whether the group left. It
+ * leaves if every token is held and every member is here and open;
+ * otherwise it waits (see the protocol). */
+static bool group_try_leave(pts__worker *w, pts__origin *oe) {
+  pts__worker *t = oe->mv_to;
+  if (t == NULL || oe->mv_missing != 0) return false;
   uint64_t t0 = pts__now_ns();
   pts_pool *pool = w->pool;
   pthread_mutex_lock(&pool->mu);
-  /* Relaxed: closed is set under this mutex. */
-  bool ok = t != w && a->attached && !a->dead &&
-            !atomic_load_explicit(&a->closed, memory_order_relaxed);
-  pts__warrays *arr = NULL;
-  if (ok && t->nplaced + 1 > t->planned_cap) {
-    arr = warrays_new(t->planned_cap * 2);
-    if (arr == NULL)
-      ok = false; /* out of memory: the move is dropped, nothing changed */
-    else
-      t->planned_cap *= 2;
+  uint32_t k = 0;
+  bool closed = false;
+  for (uint32_t i = 0; i < w->nagents; i++) {
+    pts_agent *b = w->arr->agents[i];
+    if (b->oe != oe) continue;
+    k++;
+    /* Relaxed: closed is set under this mutex. */
+    closed |= atomic_load_explicit(&b->closed, memory_order_relaxed);
   }
-  if (!ok) {
+  if (closed || k != oe->agents) { /* a destroy or an add is on its way here */
     pthread_mutex_unlock(&pool->mu);
-    /* The token back: as after a pop (wake protocol step 3). */
-    atomic_store_explicit(&a->signaled, false, memory_order_seq_cst);
-    if (a->attached && !a->dead) refresh(w, a, false, 0, false);
-    return;
+    return false;
   }
-  agent_unplace(w, a);
-  if (w->plan == a) w->plan = NULL;
-  pts__loop_pool_detach(a->loop);
-  a->attached = false;
-  w->nplaced--;
-  t->nplaced++;
-  /* release: pts__on_agent_thread's acquire sees the detach. */
-  atomic_store_explicit(&a->w, t, memory_order_release);
-  atomic_store_explicit(&a->thread, (int)t->index, memory_order_relaxed);
-  a->move_t0 = t0;
-  a->ctl_move.kind = PTS__CTL_MOVE;
-  a->ctl_move.agent = a;
-  a->ctl_move.arrays = arr;
-  push_ctl(t, &a->ctl_move); /* release: T's pop sees all of the above */
-  stat_add(&w->st_moves_out, 1);
-  pthread_mutex_unlock(&pool->mu);
-}
-
-/* Migration step 1 for one agent of w. */
-static void move_agent(pts__worker *w, pts_agent *a, pts__worker *t) {
-  if (a->move_to != NULL) {
-    a->move_to = t; /* already waiting for its node: the last decision wins */
-    return;
+  pts__warrays *arr = NULL;
+  uint32_t cap = t->planned_cap;
+  while (t->nplaced + k > cap) cap *= 2;
+  if (cap != t->planned_cap) {
+    if ((arr = warrays_new(cap)) == NULL) {
+      /* Out of memory: the move is dropped, nothing changed. */
+      pthread_mutex_unlock(&pool->mu);
+      group_cancel(w, oe);
+      return false;
+    }
+    t->planned_cap = cap;
   }
-  if (atomic_exchange_explicit(&a->signaled, true, memory_order_seq_cst))
-    a->move_to = t; /* its node is on our queue: moved when it pops */
-  else
-    move_out(w, a, t);
-}
-
-/* Moves a and the other agents of its origin on w to thread (same-origin
- * agents share a thread). Owner of a, between two tasks. */
-static void move_group(pts__worker *w, pts_agent *a, unsigned thread, bool by_balancer) {
-  pts_pool *pool = w->pool;
-  if (thread >= pool->n || pool->w[thread] == w || a->dead) return;
-  pts__worker *t = pool->w[thread];
-  pts__origin *oe = a->oe;
-  pthread_mutex_lock(&pool->mu);
-  if (oe->thread == w->index) {
-    oe->thread = thread; /* new agents of the origin are placed there */
-    w->norigins--;
-    t->norigins++;
-  }
-  if (by_balancer) oe->moved_at = pts__now_ns();
-  pthread_mutex_unlock(&pool->mu);
-  /* From the end: a move takes its agent out of agents[]. */
+  oe->thread = t->index; /* new agents of the origin are placed there */
+  w->norigins--;
+  t->norigins++;
+  if (oe->mv_balancer) oe->moved_at = t0;
+  oe->mv_to = NULL;
+  /* From the end: each leaves agents[] (the list keeps their order). */
+  pts_agent *head = NULL;
   for (uint32_t i = w->nagents; i-- > 0;) {
     pts_agent *b = w->arr->agents[i];
-    if (b->oe == oe) move_agent(w, b, t);
+    if (b->oe != oe) continue;
+    agent_unplace(w, b);
+    if (w->plan == b) w->plan = NULL;
+    if (b->attached) pts__loop_pool_detach(b->loop);
+    b->attached = false;
+    b->mv_token = PTS__MV_NONE; /* T gives the token back (step 5) */
+    /* release: pts__on_agent_thread's acquire sees the detach. */
+    atomic_store_explicit(&b->w, t, memory_order_release);
+    atomic_store_explicit(&b->thread, (int)t->index, memory_order_relaxed);
+    b->mv_next = head;
+    head = b;
+  }
+  w->nplaced -= k;
+  t->nplaced += k;
+  oe->mv_t0 = t0;
+  oe->ctl_move.kind = PTS__CTL_MOVE;
+  oe->ctl_move.agent = head;
+  oe->ctl_move.arrays = arr;
+  push_ctl(t, &oe->ctl_move); /* release: T's pop sees all of the above */
+  stat_add(&w->st_moves_out, k);
+  pthread_mutex_unlock(&pool->mu);
+  return true;
+}
+
+/* The worker loop's point for departures (migration step 2): every group
+ * here that holds its tokens tries to leave. Its agents are not touched
+ * again: their new worker may free one at once. */
+static void leave_groups(pts__worker *w) {
+  w->mv_pending = false;
+  for (uint32_t i = 0; i < w->nagents;) {
+    pts__origin *oe = w->arr->agents[i]->oe;
+    if (oe->mv_to != NULL && group_try_leave(w, oe))
+      i = 0; /* agents[] changed */
+    else
+      i++;
+  }
+}
+
+/* Migration step 1: moves oe's group, all on w, to t (same-origin agents
+ * share a thread); the last decision wins, one for w itself cancels a move
+ * not yet made. Owner, between two tasks. */
+static void group_request(pts__worker *w, pts__origin *oe, pts__worker *t, bool by_balancer) {
+  if (t == w) {
+    if (oe->mv_to != NULL) group_cancel(w, oe);
+    return;
+  }
+  bool started = oe->mv_to != NULL;
+  oe->mv_to = t;
+  oe->mv_balancer = by_balancer;
+  w->mv_pending = true;
+  if (started) return; /* the tokens are being taken already */
+  for (uint32_t i = 0; i < w->nagents; i++) {
+    pts_agent *b = w->arr->agents[i];
+    if (b->oe == oe) group_take_token(oe, b);
   }
 }
 
@@ -778,7 +874,7 @@ static void balance_tick(pts__worker *w, uint64_t now) {
   for (uint32_t i = 0; i < w->nagents; i++) {
     pts_agent *a = w->arr->agents[i];
     pts__origin *oe = a->oe;
-    if (a->urgency == PTS__URGENCY_NONE || oe->pinned != 0 ||
+    if (a->urgency == PTS__URGENCY_NONE || oe->pinned != 0 || oe->mv_to != NULL ||
         (oe->moved_at != 0 && now - oe->moved_at < BAL_RESIDENCE_NS))
       continue;
     uint64_t c = oe->bal_cpu, rest = sbusy > c ? sbusy - c : 0;
@@ -808,7 +904,7 @@ static void balance_give(pts__worker *w) {
   atomic_store_explicit(&w->taker, false, memory_order_relaxed);
   pts_agent *a = w->plan;
   w->plan = NULL;
-  move_group(w, a, w->plan_to->index, true);
+  group_request(w, a->oe, w->plan_to, true);
 }
 
 /* The target, about to park: an invitation takes the loop it offers. */
@@ -836,7 +932,7 @@ static bool drain_control(pts__worker *w) {
         agent_teardown(w, c->agent);
         break;
       case PTS__CTL_MOVE:
-        agent_arrive(w, c);
+        group_arrive(w, c);
         break;
       default:
         return true;
@@ -860,15 +956,15 @@ static void drain_signaled(pts__worker *w) {
   uint64_t now = 0;
   while ((n = pts__mpsc_pop(&w->signaled)) != NULL) {
     pts_agent *a = container_of(n, pts_agent, sig_node);
-    if (a->move_to != NULL) {
-      /* Migration step 1: the token is ours now, the move goes on. */
-      pts__worker *t = a->move_to;
-      a->move_to = NULL;
-      move_out(w, a, t);
-      continue;
-    }
     if (a->dead) { /* the teardown keeps the token: the node stays off */
       if (a->unref_on_pop) pts_agent_unref(a);
+      continue;
+    }
+    if (a->mv_token == PTS__MV_WAIT) {
+      /* Migration step 1: the token is ours now, the group's move goes on. */
+      a->mv_token = PTS__MV_HELD;
+      a->oe->mv_missing--;
+      w->mv_pending = true;
       continue;
     }
     /* Wake protocol step 3: off the queue first, then clear, then poll. */
@@ -1024,6 +1120,7 @@ static void *worker_main(void *arg) {
     }
     if (w->plan != NULL) balance_give(w);
     if (w->pool->balance && now >= w->bal_next) balance_tick(w, now);
+    if (w->mv_pending) leave_groups(w);
     uint64_t until = UINT64_MAX;
     pts_agent *a = pts__policy_pick(w, now, &until);
     if (a != NULL) {
@@ -1363,8 +1460,10 @@ int pts_agent_destroy(pts_agent *a, bool wait) {
   /* Destroy protocol steps 1-3. Our own admission holds the teardown until
    * the destroy command is pushed and the worker left alone. */
   if (!pts__agent_admit(a, PTS__RANK_OTHER)) return destroy_closed(a, wait);
-  /* Under the pool's mutex (migration step 3): no move can begin after
-   * closed is set, and the owner checked for EBUSY is the final one. */
+  /* Under the pool's mutex (migration steps 2-3): no move can begin after
+   * closed is set, the owner checked for EBUSY is the final one, and a
+   * group that finds a member closed finds its command in the control
+   * queue too. */
   pts_pool *pool = a->pool;
   pthread_mutex_lock(&pool->mu);
   if (wait && on_agent_worker(a)) {
@@ -1373,14 +1472,16 @@ int pts_agent_destroy(pts_agent *a, bool wait) {
     return PTS_EBUSY; /* the agent's own thread would wait for itself */
   }
   bool was_closed = atomic_exchange_explicit(&a->closed, true, memory_order_seq_cst);
+  if (!was_closed) {
+    a->ctl_destroy.kind = PTS__CTL_DESTROY;
+    a->ctl_destroy.agent = a;
+    push_ctl(atomic_load_explicit(&a->w, memory_order_relaxed), &a->ctl_destroy);
+  }
   pthread_mutex_unlock(&pool->mu);
   if (was_closed) { /* another destroyer closed it first: it goes on, we wait */
     pts__agent_unadmit(a, PTS__RANK_OTHER);
     return destroy_closed(a, wait);
   }
-  a->ctl_destroy.kind = PTS__CTL_DESTROY;
-  a->ctl_destroy.agent = a;
-  push_ctl(atomic_load_explicit(&a->w, memory_order_relaxed), &a->ctl_destroy);
   pts__agent_unadmit(a, PTS__RANK_OTHER);
   if (wait) wait_destroyed(a);
   return 0;

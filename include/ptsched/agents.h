@@ -140,14 +140,20 @@ PTS_EXTERN void pts_agent_unref(pts_agent *a);
  * stale by the time it is read. */
 PTS_EXTERN int pts_agent_thread(const pts_agent *a);
 /** Moves the agent's loop to pool thread `thread`, together with the other
- * agents of its origin on its current thread (same-origin agents share a
- * thread), pinned or not. Asynchronous: the current thread detaches the loop
- * between two of its tasks and the target attaches it; the inbox, timers,
- * pending tasks, signals and promises move untouched, and commands posted
- * meanwhile are neither lost nor reordered. pts_agent_thread() gives the new
- * index once the move is decided. The last of several requests wins; a move
- * the pool cannot make (out of memory, the agent destroyed first) is
- * dropped. a is borrowed. Any thread, including the agent's own tasks.
+ * agents of its origin group (same-origin agents share a thread), pinned or
+ * not. The group moves as one: its agents never run tasks on two threads at
+ * once, and at rest they are on one thread, where the origin's next agent is
+ * placed. Asynchronous: the current thread detaches the loops between two of
+ * their tasks and the target attaches them; the inboxes, timers, pending
+ * tasks, signals and promises move untouched, and commands posted meanwhile
+ * are neither lost nor reordered. pts_agent_thread() gives the new index once
+ * the group has left. Requests for agents of one group, racing or not, are
+ * applied one at a time by the group's thread, each from its agent's inbox:
+ * the group goes where the last one applied says (a request for the thread
+ * it is on cancels one not yet made). A move the pool cannot make (out of
+ * memory) is dropped; one waits while an agent of the group is being
+ * destroyed or added. a is borrowed. Any thread, including the agent's own
+ * tasks.
  * @retval 0 requested (or already there). @retval PTS_EINVAL NULL a, thread
  * out of range. @retval PTS_ECLOSED the agent is destroyed. */
 PTS_EXTERN int pts_agent_move(pts_agent *a, int thread);
