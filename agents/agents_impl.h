@@ -54,6 +54,13 @@ typedef struct pts__posted {
 
 #define PTS__NO_INDEX UINT32_MAX
 
+/* The most steps a worker runs between two readings of the clock (pool.c,
+ * "rounds"). */
+#define PTS__ROUND_MAX 32
+/* The longest quantum pts_pool_new accepts (1 s): longer would let one loop
+ * keep a thread for human-visible time. */
+#define PTS__QUANTUM_MAX_NS UINT64_C(1000000000)
+
 /* ---- control commands of a worker (add, destroy, shutdown) ---- */
 
 /* ADD: a new agent; DESTROY; MOVE: a same-origin group arriving from another
@@ -241,6 +248,15 @@ struct pts__worker {
    * and no agent is being iterated, since a departed agent may be freed by
    * its new worker at once. */
   bool mv_pending;
+  /* The worker's clock (pool.c, "rounds"): the last reading, the steps
+   * run since, by agent (r_agent[i] ran r_steps[i] of them; an agent
+   * stepped twice in a row has one entry), and how many steps the next
+   * round may have before the clock is read again; the last round's mean
+   * step (ns). */
+  uint64_t clk, r_mean;
+  uint32_t r_total, r_len, r_limit;
+  pts_agent *r_agent[PTS__ROUND_MAX];
+  uint32_t r_steps[PTS__ROUND_MAX];
   /* Balancer: next decision, window start, whether a window is open, this
    * worker's busy time and every worker's at its start (n entries). */
   uint64_t bal_next, bal_t0, bal_busy0;
@@ -411,6 +427,13 @@ void pts__policy_layout(pts__worker *w, uint64_t now);
 void pts__policy_update(pts__worker *w, pts_agent *a, int u, bool ran,
                         uint64_t cpu_ns);
 void pts__policy_remove(pts__worker *w, pts_agent *a);
+/* How long (ns of its steps) the picked agent a may run before the policy
+ * decides again; 0: one step (pts_pool_options.quantum_ns). */
+uint64_t pts__policy_quantum(pts__worker *w, pts_agent *a);
+/* Charges a for cpu_ns of steps it ran earlier in the worker's round
+ * (pool.c, rounds): fair's virtual runtime. Not for time-partitioned and
+ * quantized, whose steps are charged one by one in pts__policy_update. */
+void pts__policy_charge(pts__worker *w, pts_agent *a, uint64_t cpu_ns);
 /* The agent to step now, or NULL; *until (in) UINT64_MAX, (out) when the
  * answer may change without any event (time-partitioned slot end). */
 pts_agent *pts__policy_pick(pts__worker *w, uint64_t now, uint64_t *until);

@@ -482,6 +482,40 @@ void pts__policy_remove(pts__worker *w, pts_agent *a) {
   a->urgency = PTS__URGENCY_NONE;
 }
 
+/* The quantum (pts_pool_options.quantum_ns; docs/agents.md, "Switches
+ * between loops"). Fair: the picked loop runs until its virtual runtime
+ * passes the next ready loop's by the quantum (a loop's weight scales it),
+ * as CFS runs a task for its granularity, so the lag of a ready loop behind
+ * its share is bounded by that plus one step and one round. */
+uint64_t pts__policy_quantum(pts__worker *w, pts_agent *a) {
+  uint64_t q = w->pool->opts.quantum_ns;
+  if (q <= 1) return 0;
+  switch ((int)w->pool->opts.policy) {
+    case PTS_POLICY_ROUND_ROBIN:
+    case PTS_POLICY_RANDOMIZED:
+    case PTS_POLICY_STRICT:
+      return q;
+    case PTS_POLICY_FAIR: {
+      if (w->hlen == 0 || w->arr->heap[0] != a) return 0;
+      uint64_t next = UINT64_MAX;
+      for (uint32_t c = 1; c <= 2 && c < w->hlen; c++)
+        if (w->arr->heap[c]->vruntime < next) next = w->arr->heap[c]->vruntime;
+      if (next == UINT64_MAX) return q;
+      uint64_t limit = next + (q << FAIR_SCALE_SHIFT) / a->weight;
+      if (limit <= a->vruntime) return 0;
+      return ((limit - a->vruntime) * a->weight) >> FAIR_SCALE_SHIFT;
+    }
+    default: /* the slot policies: a slot is the turn */
+      return 0;
+  }
+}
+
+void pts__policy_charge(pts__worker *w, pts_agent *a, uint64_t cpu_ns) {
+  if (w->pool->opts.policy != PTS_POLICY_FAIR) return;
+  a->vruntime += (cpu_ns << FAIR_SCALE_SHIFT) / a->weight;
+  if (a->hidx != PTS__NO_INDEX) hfix(w, a);
+}
+
 pts_agent *pts__policy_pick(pts__worker *w, uint64_t now, uint64_t *until) {
   switch ((int)w->pool->opts.policy) {
     case PTS_POLICY_ROUND_ROBIN:

@@ -438,15 +438,23 @@ static bool alone(const pts__worker *w) {
 static void refresh(pts__worker *w, pts_agent *a, bool ran, uint64_t cpu_ns,
                     bool leave_inbox) {
   a->q_stale = false;
-  uint64_t depth = pts__agent_posted(a) - a->applied;
-  /* Steps of a burst drain the inbox too: the deepest of their passes. */
+  /* The inbox's depth statistic, when there was or is an inbox: its four
+   * counters' lines are not worth a look after every step of a loop
+   * nobody posts to (at 64 loops a thread they miss the cache). Steps of a
+   * burst drain the inbox too: the deepest of their passes. */
   uint64_t passed = pts__loop_take_drained_max(a->loop);
-  if (passed > depth && depth < (UINT64_C(1) << 62)) depth = passed;
-  if (depth > atomic_load_explicit(&a->st_inbox_max, memory_order_relaxed) &&
-      depth < (UINT64_C(1) << 62))
-    atomic_store_explicit(&a->st_inbox_max, depth, memory_order_relaxed);
+  if (passed != 0 || pts__loop_inbox_maybe_nonempty(a->loop)) {
+    uint64_t depth = pts__agent_posted(a) - a->applied;
+    if (passed > depth && depth < (UINT64_C(1) << 62)) depth = passed;
+    if (depth > atomic_load_explicit(&a->st_inbox_max, memory_order_relaxed) &&
+        depth < (UINT64_C(1) << 62))
+      atomic_store_explicit(&a->st_inbox_max, depth, memory_order_relaxed);
+  }
   pts__tls_agent = a;
-  int u = pts__loop_poll(a->loop, leave_inbox);
+  /* After a step of one of several loops, the step's own polling is fresh
+   * (a command pushed since comes with a wake-up). */
+  int u = ran && !leave_inbox ? pts__loop_poll_after_step(a->loop)
+                              : pts__loop_poll(a->loop, leave_inbox);
   pts__tls_agent = NULL;
   /* pts_loop_stop on a pool loop only wakes it: agents stop by destroy. */
   (void)pts__loop_take_stop(a->loop);
@@ -468,31 +476,110 @@ static void refresh(pts__worker *w, pts_agent *a, bool ran, uint64_t cpu_ns,
   }
 }
 
-/* Steps one agent picked by the policy. An agent alone on its worker (and
- * not under the time-partitioned or quantized policies, which time every
- * step against their slots) runs a burst of up to BURST steps: with nobody
- * to share the thread with, the policy would pick it again after each step,
- * so the clock reads, the poll, the policy update and the statistics' stores
- * are paid once per burst (docs/agents.md, "Hot paths"). The burst ends
+/* ---- rounds: the worker's clock ----
+ *
+ * A clock read (pts__now_ns) costs 25-70 ns on the project's VM, more than
+ * a step of a small task, and the worker used to make three per step. Now
+ * it reads the clock once per round: up to r_limit steps (1 to
+ * PTS__ROUND_MAX, as many as took ROUND_NS in the last round; always 1
+ * under time-partitioned and quantized, whose slots are timed per step).
+ * The round's time is charged to its steps evenly (pts_agent_stats.cpu_ns
+ * is exact for an agent that runs a whole round, a mean otherwise), and the
+ * worker's other uses of the time (due timers, the balancer's tick) take
+ * the last reading, at most one round old (docs/agents.md, "Switches
+ * between loops"). A round ends before anything changes agents[] (control
+ * commands, departures), so it never holds an agent that left. */
+#define ROUND_NS 2000
+
+static bool exact_rounds(const pts__worker *w) {
+  return w->pool->opts.policy >= PTS_POLICY_TIME_PARTITIONED;
+}
+
+/* Ends the round: reads the clock, charges the round's steps; returns the
+ * round's length (ns). */
+static uint64_t round_end(pts__worker *w) {
+  uint64_t now = pts__now_ns(), el = now - w->clk;
+  w->clk = now;
+  if (w->r_total == 0) return 0;
+  uint64_t per = el / w->r_total, rest = el - per * w->r_total;
+  for (uint32_t i = 0; i < w->r_len; i++) { /* the remainder to the first */
+    uint64_t c = per * w->r_steps[i] + (i == 0 ? rest : 0);
+    stat_add(&w->r_agent[i]->st_cpu_ns, c);
+    if (!exact_rounds(w)) pts__policy_charge(w, w->r_agent[i], c);
+  }
+  stat_add(&w->st_steps, w->r_total);
+  stat_add(&w->st_busy_ns, el);
+  w->r_mean = per;
+  w->r_limit = exact_rounds(w)          ? 1
+               : per * PTS__ROUND_MAX <= ROUND_NS ? PTS__ROUND_MAX
+               : per >= ROUND_NS                  ? 1
+                                                  : (uint32_t)(ROUND_NS / per);
+  w->r_total = w->r_len = 0;
+  return el;
+}
+
+/* Starts the next round now (after the worker was idle). */
+static void round_restart(pts__worker *w) {
+  w->clk = pts__now_ns();
+  w->r_total = w->r_len = 0;
+}
+
+static void round_add(pts__worker *w, pts_agent *a, uint32_t steps) {
+  if (w->r_len != 0 && w->r_agent[w->r_len - 1] == a) {
+    w->r_steps[w->r_len - 1] += steps;
+  } else {
+    w->r_agent[w->r_len] = a;
+    w->r_steps[w->r_len++] = steps;
+  }
+  w->r_total += steps;
+}
+
+/* Steps one agent picked by the policy: one step, or a run of steps for as
+ * long as the quantum lets it keep the thread (pts__policy_quantum; a run
+ * looks at the clock every r_limit steps, about every ROUND_NS). An agent
+ * alone on its worker (and not under the time-partitioned or quantized
+ * policies, which time every step against their slots) runs a burst of up
+ * to BURST steps with no look at the clock: with nobody to share the thread
+ * with, the policy would pick it again after each step. Either way the
+ * poll, the policy update and the statistics' stores are paid once per run
+ * (docs/agents.md, "Hot paths" and "Switches between loops"). A run ends
  * early when a task did not run or a control command waits (an agent added
  * or destroyed), which it looks at every BURST_LOOK steps at most, or when
- * a pts_agent_move request was applied. Each burst ends with the worker's
- * round (clock reads, the poll, which gives the wake token back, so the next
- * post signals the worker again): with bursts of 64 a stream of posts paid
- * that round and a signal every 64 tasks, 16 per 1,000 posts; with 1024,
- * one (docs/agents.md, "Hot paths"). */
+ * a pts_agent_move request was applied; one of several agents also ends
+ * when another's wake-up arrives or a timer is due, and under strict when
+ * its loop's next task is less urgent than its run began with. Each burst
+ * ends with the worker's round (the poll, which gives the wake token back,
+ * so the next post signals the worker again): with bursts of 64 a stream of
+ * posts paid that round and a signal every 64 tasks, 16 per 1,000 posts;
+ * with 1024, one (docs/agents.md, "Hot paths"). */
 #define BURST 1024
 #define BURST_LOOK 64
 
-static void run_step(pts__worker *w, pts_agent *a, uint64_t t0) {
+/* A run of one of several agents goes on after a step. */
+static bool run_goes_on(pts__worker *w, pts_agent *a, uint64_t quantum, int urgency,
+                        uint32_t *look) {
+  if (w->pool->opts.policy == PTS_POLICY_STRICT &&
+      pts__loop_poll_after_step(a->loop) < urgency)
+    return false; /* a less urgent task next: another loop may come first */
+  if (--*look != 0) return true;
+  *look = w->r_limit;
+  uint64_t now = pts__now_ns();
+  return now - w->clk < quantum && (w->tlen == 0 || w->arr->theap[0]->deadline > now);
+}
+
+static void run_step(pts__worker *w, pts_agent *a) {
   uint32_t steps = 0, by_urgency[PTS__URGENCY_COUNT] = {0};
-  bool burst = alone(w);
+  bool in_place = alone(w);
+  uint64_t quantum = in_place ? 0 : pts__policy_quantum(w, a);
+  bool run = in_place || quantum != 0;
+  int urgency = a->urgency;
+  uint32_t look = w->r_limit;
   pts__tls_agent = a;
   for (;;) {
     /* In a burst, a run of commands the loop runs in place (the plain posts
      * of a stream) is one call, each of them a step. */
     uint32_t max = BURST - steps < BURST_LOOK ? BURST - steps : BURST_LOOK;
-    uint32_t n = burst ? pts__loop_run_inbox(a->loop, max, by_urgency) : 0;
+    uint32_t n = in_place ? pts__loop_run_inbox(a->loop, max, by_urgency) : 0;
     bool ran = n > 0;
     if (ran) {
       steps += n;
@@ -501,19 +588,23 @@ static void run_step(pts__worker *w, pts_agent *a, uint64_t t0) {
       steps++;
       if (ran) by_urgency[pts__loop_last_urgency(a->loop)]++;
     }
-    if (!burst || !ran || steps >= BURST || a->req_target >= 0 || !pts__mpsc_is_empty(&w->control))
+    /* A push under way is seen at the next look (maybe_nonempty): the
+     * worker looks again before it parks. */
+    if (!run || !ran || steps >= BURST || a->req_target >= 0 ||
+        pts__mpsc_maybe_nonempty(&w->control))
+      break;
+    if (!in_place && (pts__mpsc_maybe_nonempty(&w->signaled) ||
+                      !run_goes_on(w, a, quantum, urgency, &look)))
       break;
   }
   pts__tls_agent = NULL;
   for (int u = 0; u < PTS__URGENCY_COUNT; u++)
     if (by_urgency[u] != 0)
       stat_add(&a->st_tasks[u > PTS__URGENCY_NONE ? u - 1 : PTS_CLASS_FIFO], by_urgency[u]);
-  uint64_t t1 = pts__now_ns();
-  uint64_t cpu = t1 - t0;
-  stat_add(&a->st_cpu_ns, cpu);
-  stat_add(&w->st_steps, (uint64_t)steps);
-  stat_add(&w->st_busy_ns, cpu);
-  refresh(w, a, true, cpu, burst);
+  round_add(w, a, steps);
+  uint64_t cpu = 0; /* the step's own time, for the slot policies */
+  if (steps > 1 || w->r_total >= w->r_limit) cpu = round_end(w);
+  refresh(w, a, true, exact_rounds(w) ? cpu : 0, in_place);
 }
 
 static void publish_layout(pts__worker *w) {
@@ -788,6 +879,7 @@ static bool group_try_leave(pts__worker *w, pts__origin *oe) {
  * again: their new worker may free one at once. */
 static void leave_groups(pts__worker *w) {
   w->mv_pending = false;
+  (void)round_end(w); /* agents[] may change */
   for (uint32_t i = 0; i < w->nagents;) {
     pts__origin *oe = w->arr->agents[i]->oe;
     if (oe->mv_to != NULL && group_try_leave(w, oe))
@@ -921,6 +1013,10 @@ static void balance_take(pts__worker *w) {
 
 /* Returns true on shutdown. */
 static bool drain_control(pts__worker *w) {
+  /* A push under way is seen at the next round: idle() looks again before
+   * it parks. */
+  if (!pts__mpsc_maybe_nonempty(&w->control)) return false;
+  (void)round_end(w); /* agents[] may change */
   pts__mpsc_node *n;
   while ((n = pts__mpsc_pop(&w->control)) != NULL) {
     pts__ctl *c = container_of(n, pts__ctl, node);
@@ -952,6 +1048,7 @@ static bool quant_defer(pts__worker *w, pts_agent *a, uint64_t now) {
 }
 
 static void drain_signaled(pts__worker *w) {
+  if (!pts__mpsc_maybe_nonempty(&w->signaled)) return; /* as drain_control */
   pts__mpsc_node *n;
   uint64_t now = 0;
   while ((n = pts__mpsc_pop(&w->signaled)) != NULL) {
@@ -1106,12 +1203,16 @@ static void *worker_main(void *arg) {
   /* Quantized: timed parks end at slot boundaries; the default 50 us timer
    * slack alone would overshoot a slot's start window. */
   if (w->pool->opts.policy == PTS__POLICY_QUANTIZED) (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  bool exact = exact_rounds(w);
+  w->r_limit = 1;
+  round_restart(w);
   for (;;) {
     if (drain_control(w)) break;
-    uint64_t now = pts__now_ns(), pad_end;
+    /* The slot policies need the time now; the others the round's. */
+    uint64_t now = exact ? pts__now_ns() : w->clk, pad_end;
     if (!quant_hold(w, now, &pad_end)) {
       drain_signaled(w);
-      now = pts__now_ns();
+      if (exact) now = pts__now_ns();
       fire_timers(w, now);
       while (now < pad_end) { /* a fixed-length pass: its work does not show */
         cpu_relax(0);
@@ -1127,10 +1228,13 @@ static void *worker_main(void *arg) {
       /* Relaxed: a hint for other workers' balancers, no data behind it. */
       if (atomic_load_explicit(&w->hungry, memory_order_relaxed))
         atomic_store_explicit(&w->hungry, false, memory_order_relaxed);
-      run_step(w, a, now);
+      if (exact) w->clk = now;
+      run_step(w, a);
       continue;
     }
+    (void)round_end(w);
     idle(w, until);
+    round_restart(w);
   }
   /* Shutdown: every agent was torn down first (shutdown protocol step 3);
    * drop the references of nodes still on the signaled queue. */
@@ -1177,9 +1281,11 @@ static void stop_workers(pts_pool *pool) {
 static int pool_create(const pts_pool_options *opts, const pts__quant_options *q,
                        int npolicies, pts_pool **out) {
   if (out == NULL) return PTS_EINVAL;
-  pts_pool_options o = {0, PTS_POLICY_STRICT, 0, 0, false};
+  pts_pool_options o = {0, PTS_POLICY_STRICT, 0, 0, false, 0};
   if (opts != NULL) o = *opts;
   if ((unsigned)o.policy >= (unsigned)npolicies) return PTS_EINVAL;
+  if (o.quantum_ns > PTS__QUANTUM_MAX_NS) return PTS_EINVAL;
+  if (o.quantum_ns == 0) o.quantum_ns = PTS_QUANTUM_DEFAULT_NS;
   pts__quant_options qo = {0, 0, 0, 0, false};
   if (q != NULL) qo = *q;
   pts__quant_defaults(&qo);

@@ -1026,6 +1026,24 @@ int pts__loop_poll(pts_loop *loop, bool leave_inbox) {
   return urgency_of(choose(loop, true, false).cls);
 }
 
+int pts__loop_poll_after_step(pts_loop *loop) {
+  if (pts__mpsc_maybe_nonempty(&loop->inbox) || loop->heap.len != 0 || loop->mt_head != NULL)
+    return pts__loop_poll(loop, false);
+  /* Only scheduler tasks queued (the common case of a pool's loop): the
+   * scheduler's next task is the choice (choose's first class that has
+   * work, with no other class to compare it with). */
+  if (loop->ready == NULL && loop->prov != NULL) {
+    uint64_t order;
+    int prio = loop->prov->peek(loop->prov_ctx, &order);
+    if (prio >= 0) return urgency_of_priority(prio);
+  }
+  return urgency_of(choose(loop, true, false).cls);
+}
+
+bool pts__loop_inbox_maybe_nonempty(pts_loop *loop) {
+  return pts__mpsc_maybe_nonempty(&loop->inbox);
+}
+
 void pts__loop_set_command_runner(pts_loop *loop, pts__command_runner run) {
   loop->run_command = run;
 }

@@ -300,6 +300,12 @@ enum {
  * command runner's in-place path) and the urgency is PTS__URGENCY_FIFO: for
  * a caller with no other loop to rank this one against. */
 int pts__loop_poll(pts_loop *loop, bool leave_inbox);
+/* pts__loop_poll right after pts__loop_step, by a pool whose wake hook
+ * polls again for any command pushed since (the wake protocol): the step
+ * applied the inbox, fired due timers and ran the checkpoint, so unless the
+ * inbox or the timer heap holds something, only the choice is made again
+ * (the next task's urgency class). */
+int pts__loop_poll_after_step(pts_loop *loop);
 /* Runs at most one task and its microtask checkpoint (after the same inbox
  * and timer steps). Returns 1 if a task ran. */
 int pts__loop_step(pts_loop *loop);
@@ -320,6 +326,8 @@ int pts__loop_last_urgency(const pts_loop *loop);
  * since the last call, then 0 again: the depth the inbox had, for the
  * statistics of a pool that does not poll after every step. */
 uint32_t pts__loop_take_drained_max(pts_loop *loop);
+/* Whether the inbox may hold a command (pts__mpsc_maybe_nonempty). Owner. */
+bool pts__loop_inbox_maybe_nonempty(pts_loop *loop);
 /* Earliest timer deadline in loop time (ns), or UINT64_MAX if none. */
 uint64_t pts__loop_next_deadline(pts_loop *loop);
 /* Consumes a pending pts_loop_stop() request; true if there was one. */

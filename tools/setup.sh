@@ -13,6 +13,7 @@ packages=(
   googletest libgtest-dev
   libbenchmark-dev       # Google Benchmark
   libevent-dev libuv1-dev  # peers measured by the benchmark runner
+  golang-go              # Go's scheduler, the runner's peer for scale and latency
   gnuplot-nox            # plots of the benchmark reports
   doxygen pkg-config     # the API reference; the install check's consumers
 )

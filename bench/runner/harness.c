@@ -8,7 +8,9 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <jemalloc/jemalloc.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -285,4 +287,37 @@ void rb_record_alloc(rb_ctx *ctx, const char *key, double posting, double consum
   else
     rb_note(ctx, key, "last run: %.0f bytes over %zu tasks (jemalloc thread.allocated of %s)",
             bytes, tasks, what);
+}
+
+/* ---- producer and consumer on two CPUs ---- */
+
+static cpu_set_t pin_saved;
+static int pin_cpu[2];
+static atomic_int pin_on;
+
+static void pin_to(int cpu) {
+  cpu_set_t s;
+  CPU_ZERO(&s);
+  CPU_SET(cpu, &s);
+  (void)pthread_setaffinity_np(pthread_self(), sizeof s, &s);
+}
+
+bool rb_pin_begin(void) {
+  if (sched_getaffinity(0, sizeof pin_saved, &pin_saved) != 0) return false;
+  int k = 0;
+  for (int c = 0; c < CPU_SETSIZE && k < 2; c++)
+    if (CPU_ISSET(c, &pin_saved)) pin_cpu[k++] = c;
+  if (k < 2) return false;
+  pin_to(pin_cpu[0]);
+  atomic_store(&pin_on, 1);
+  return true;
+}
+
+void rb_pin_consumer(void) {
+  if (atomic_load(&pin_on)) pin_to(pin_cpu[1]);
+}
+
+void rb_pin_end(void) {
+  if (!atomic_exchange(&pin_on, 0)) return;
+  (void)pthread_setaffinity_np(pthread_self(), sizeof pin_saved, &pin_saved);
 }

@@ -100,6 +100,17 @@ void rb_sleep_ns(uint64_t ns);
  * counts in a struct the poster can see uses it, ours and the peers' alike;
  * the MPSC floor's consumer counts on its own stack. */
 #define RB_CONSUMER_SIDE _Alignas(64)
+/* Cross-thread streams, ptsched's and the peers' alike, run with producer
+ * and consumer on two different CPUs when the process may use two or more
+ * (issue 30): the VM's scheduler otherwise sometimes put both on one core
+ * and the figure read 1x or 2x from run to run. rb_pin_begin pins the
+ * calling (producing) thread to the first CPU of the process's set and
+ * returns false if there is no second; until rb_pin_end (which restores
+ * the caller's set) rb_pin_consumer pins its calling thread to the second.
+ * Peers' and ptsched's consumer threads call it first thing. */
+bool rb_pin_begin(void);
+void rb_pin_consumer(void);
+void rb_pin_end(void);
 /* Waits until *ready is set by a consumer thread about to enter its loop,
  * then 1 ms more so it parks: the first post then measures a wake-up. */
 void rb_wait_ready(atomic_int *ready);

@@ -190,6 +190,7 @@ typedef struct mpsc_run {
 
 static void *mpsc_producer(void *arg) {
   mpsc_run *r = arg;
+  rb_pin_consumer(); /* here the spawned side produces: the other CPU all the same */
   /* Read once, as every stream's poster does (RB_CONSUMER_SIDE, harness.h). */
   mnode *nodes = r->nodes;
   size_t n = r->n;
@@ -488,6 +489,7 @@ static void ev_xt_cb(evutil_socket_t fd, short what, void *arg) {
 
 static void *ev_loop_thread(void *arg) {
   ev_xt *x = arg;
+  rb_pin_consumer();
   atomic_store_explicit(&x->ready, 1, memory_order_release);
   event_base_loop(x->base, EVLOOP_NO_EXIT_ON_EMPTY);
   return NULL;
@@ -808,6 +810,7 @@ static void uv_q_cb(uv_async_t *h) {
 
 static void *uv_q_thread(void *arg) {
   uv_q *q = arg;
+  rb_pin_consumer();
   atomic_store_explicit(&q->ready, 1, memory_order_release);
   uv_run(&q->loop, UV_RUN_DEFAULT);
   return NULL;

@@ -82,6 +82,16 @@ typedef int (*rb_lat_send_fn)(void *arg);
 size_t rb_lat_post(uint64_t gap_ns, double *delays, size_t k, rb_lat_send_fn send,
                    void *arg, atomic_int *done, const double *delay);
 
+/* ---- Go (peer_go.c: bench/go/peer.go as a child process) ---- */
+/* Builds the Go peer into outdir once; its path, or NULL with *why set. */
+const char *rb_go_prepare(const char *workspace, const char *outdir, const char **why);
+/* The scale scenario (agents goroutines, 8 chains each, tasks in all) on
+ * GOMAXPROCS = threads: ns per task, or -1. */
+double rb_go_scale(unsigned threads, size_t agents, size_t tasks);
+/* The latency scenario (an rb_lat_fn): an urgent task into an idle tenant
+ * beside a flooding one, GOMAXPROCS 1; delays from the intended send. */
+int rb_go_latency(uint64_t bg_ns, uint64_t gap_ns, double *delays, size_t k);
+
 /* ---- libuv (uv_async_send + a mutex-protected queue) ---- */
 double rb_libuv_async(size_t n);
 double rb_libuv_wake_rtt(size_t rounds);

@@ -28,14 +28,21 @@ static pts_scheduler *agent_scheduler(pts_agent *a) {
   return pts_global_scheduler(pts_loop_default_global(pts_agent_loop(a)));
 }
 
-static pts_pool *pool_new(unsigned threads, pts_policy policy) {
+/* A pool of threads under policy with the given quantum (0: the default,
+ * pts_pool_options.quantum_ns). */
+static pts_pool *pool_new_q(unsigned threads, pts_policy policy, uint64_t quantum_ns) {
   pts_pool_options o;
   memset(&o, 0, sizeof o);
   o.threads = threads;
   o.policy = policy;
   o.seed = 42;
+  o.quantum_ns = quantum_ns;
   pts_pool *p = NULL;
   return pts_pool_new(&o, &p) == 0 ? p : NULL;
+}
+
+static pts_pool *pool_new(unsigned threads, pts_policy policy) {
+  return pool_new_q(threads, policy, 0);
 }
 
 static pts_agent *agent_new(pts_pool *pool, const char *origin, uint32_t weight,
@@ -297,6 +304,12 @@ static void agent_split(rb_ctx *ctx, pts_agent *a, size_t n, pts_agent_task_req 
   free(g.post_ns);
 }
 
+/* Pins the pool thread that runs it (rb_pin_consumer). */
+static void pin_task(void *data, int status) {
+  (void)data;
+  if (status == 0) rb_pin_consumer();
+}
+
 void rb_agents_crossthread_part(rb_ctx *ctx) {
   size_t n = rb_n(ctx, 200000, 20000);
   size_t rounds = rb_n(ctx, 2000, 200);
@@ -304,6 +317,13 @@ void rb_agents_crossthread_part(rb_ctx *ctx) {
   pts_pool *pool = pool_new(1, PTS_POLICY_STRICT);
   pts_agent *a = pool ? agent_new(pool, "target", 1, 0) : NULL;
   pts_agent_task_req *reqs = a ? reqs_new(n) : NULL;
+  /* Poster and pool thread on two CPUs, as the loop's streams (harness.h). */
+  bool pinned = a != NULL && rb_pin_begin();
+  if (pinned && (pts_agent_queue_task(a, PTS_SOURCE_GENERIC, pin_task, NULL) != 0 ||
+                 pts_agent_drain(a) != 0)) {
+    rb_pin_end();
+    pinned = false;
+  }
   if (a != NULL && reqs != NULL) {
     static const char counted[] =
         "the posting thread over its posts plus the pool thread from its first task to its last";
@@ -331,6 +351,7 @@ void rb_agents_crossthread_part(rb_ctx *ctx) {
     }
     agent_split(ctx, a, n, reqs, "agent_post_task", false);
     agent_split(ctx, a, n, reqs, "agent_post_task_timed", true);
+    rb_pin_end();
     const char *keys[] = {"crossthread.agent_queue.ns_per_task",
                           "crossthread.agent_post_task.ns_per_task",
                           "crossthread.agent_post_task_cached.ns_per_task"};
@@ -353,6 +374,7 @@ void rb_agents_crossthread_part(rb_ctx *ctx) {
   } else {
     rb_unavailable_add(ctx, "crossthread.agent_queue", "pool or agent creation failed");
   }
+  rb_pin_end(); /* (a no-op when done above) */
   agent_free(a);
   if (pool) pts_pool_shutdown(pool);
   free(reqs); /* after the shutdown: every request's task has run */
@@ -494,6 +516,84 @@ static double s_scale(void *arg) {
   return r;
 }
 
+/* One scale point: a pool of threads under policy (quantum 0: default)
+ * with m agents, each its own origin; measured as key. */
+static rb_metric *scale_point(rb_ctx *ctx, const char *key, unsigned threads, int policy,
+                              uint64_t quantum_ns, size_t m, size_t total) {
+  pts_pool *pool = pool_new_q(threads, (pts_policy)policy, quantum_ns);
+  pts_agent **agents = calloc(m, sizeof *agents);
+  chain_agent *ch = calloc(m, sizeof *ch);
+  size_t made = 0;
+  for (; pool && agents && ch && made < m; made++) {
+    char origin[32];
+    snprintf(origin, sizeof origin, "tenant%zu", made);
+    if ((agents[made] = agent_new(pool, origin, 1, -1)) == NULL) break;
+  }
+  rb_metric *mt = NULL;
+  if (made == m) {
+    scale_arg g = {agents, ch, m, total};
+    mt = rb_measure(ctx, key, "ns", RB_PTSCHED, s_scale, &g);
+  } else {
+    rb_unavailable_add(ctx, key, "pool or agent creation failed");
+  }
+  for (size_t i = 0; i < made; i++) agent_free(agents[i]);
+  free(agents);
+  free(ch);
+  if (pool) pts_pool_shutdown(pool);
+  return mt;
+}
+
+typedef struct go_scale_arg {
+  unsigned threads;
+  size_t m, total;
+} go_scale_arg;
+
+static double s_go_scale(void *arg) {
+  go_scale_arg *g = arg;
+  return rb_go_scale(g->threads, g->m, g->total);
+}
+
+/* The scale suite's ratios and targets (issue 30) for policy p: 64 and 4
+ * agents against 1 on a thread, 2 threads against 1 at 64 (judged against
+ * the host's capacity by the balance suite), Go at each point. */
+static void scale_ratios(rb_ctx *ctx, const char *pk, const size_t *am, size_t na, bool go) {
+  char num[RB_KEY_MAX], den[RB_KEY_MAX], r[RB_KEY_MAX], scen[64];
+  size_t top = am[na - 1];
+  snprintf(scen, sizeof scen, "%s_t1_a1", pk);
+  rb_key_make(den, sizeof den, "scale", scen, "ns_per_task");
+  for (size_t k = 1; k < na; k++) {
+    if (am[k] != 4 && am[k] != top) continue;
+    snprintf(scen, sizeof scen, "%s_t1_a%zu", pk, am[k]);
+    rb_key_make(num, sizeof num, "scale", scen, "ns_per_task");
+    rb_key_make(r, sizeof r, "scale", scen, "x_a1");
+    double bound = am[k] == 4 ? 1.5 : 2.0;
+    char text[64];
+    snprintf(text, sizeof text, "<= %.1fx the same policy's 1 agent", bound);
+    rb_ratio_target(ctx, r, num, den, bound, text, "issue 30");
+  }
+  snprintf(scen, sizeof scen, "%s_t1_a%zu", pk, top);
+  rb_key_make(num, sizeof num, "scale", scen, "ns_per_task");
+  snprintf(scen, sizeof scen, "%s_t2_a%zu", pk, top);
+  rb_key_make(den, sizeof den, "scale", scen, "ns_per_task");
+  rb_key_make(r, sizeof r, "scale", scen, "x_t1");
+  rb_metric *m = rb_ratio_info(ctx, r, num, den);
+  if (m) {
+    m->higher_better = true;
+    rb_note(ctx, r, "1 thread's ns/task over 2 threads': judged against balance.capacity.ratio "
+                    "(what the host gives 2 busy threads over 1) in the balance suite");
+  }
+  if (!go) return;
+  for (unsigned t = 1; t <= 2; t++)
+    for (size_t k = 0; k < na; k++) {
+      snprintf(scen, sizeof scen, "%s_t%u_a%zu", pk, t, am[k]);
+      rb_key_make(num, sizeof num, "scale", scen, "ns_per_task");
+      rb_key_make(r, sizeof r, "scale", scen, "x_go");
+      snprintf(scen, sizeof scen, "go_t%u_a%zu", t, am[k]);
+      rb_key_make(den, sizeof den, "scale", scen, "ns_per_task");
+      rb_ratio_target(ctx, r, num, den, 1.0, "<= Go's ns/task at the same point", "issue 30");
+    }
+}
+
 void rb_suite_scale(rb_ctx *ctx) {
   static const size_t agents_full[] = {1, 4, 16, 64};
   static const size_t agents_quick[] = {1, 16};
@@ -517,37 +617,68 @@ void rb_suite_scale(rb_ctx *ctx) {
       if (f) fprintf(f, "# agents median_ns min_ns max_ns\n");
       for (size_t k = 0; k < na; k++) {
         size_t m = am[k];
-        pts_pool *pool = pool_new(threads, (pts_policy)p);
-        pts_agent **agents = calloc(m, sizeof *agents);
-        chain_agent *ch = calloc(m, sizeof *ch);
-        size_t made = 0;
-        for (; pool && agents && ch && made < m; made++) {
-          char origin[32];
-          snprintf(origin, sizeof origin, "tenant%zu", made);
-          if ((agents[made] = agent_new(pool, origin, 1, -1)) == NULL) break;
-        }
         snprintf(scen, sizeof scen, "%s_t%u_a%zu", pk, threads, m);
         rb_key_make(key, sizeof key, "scale", scen, "ns_per_task");
-        if (made == m) {
-          scale_arg g = {agents, ch, m, total};
-          rb_metric *mt = rb_measure(ctx, key, "ns", RB_PTSCHED, s_scale, &g);
-          if (mt) {
-            rb_compare(ctx, key, "throughput.floor_prio_fifo.ns_per_task", NULL);
-            if (f) fprintf(f, "%zu %.2f %.2f %.2f\n", m, mt->sum.median, mt->sum.min, mt->sum.max);
-          }
-        } else {
-          rb_unavailable_add(ctx, key, "pool or agent creation failed");
+        rb_metric *mt = scale_point(ctx, key, threads, p, 0, m, total);
+        if (mt) {
+          rb_compare(ctx, key, "throughput.floor_prio_fifo.ns_per_task", NULL);
+          if (f) fprintf(f, "%zu %.2f %.2f %.2f\n", m, mt->sum.median, mt->sum.min, mt->sum.max);
         }
-        for (size_t i = 0; i < made; i++) agent_free(agents[i]);
-        free(agents);
-        free(ch);
-        if (pool) pts_pool_shutdown(pool);
       }
       if (f) fclose(f);
       po += (size_t)snprintf(plot + po, sizeof plot - po,
                              "%s'data/%s' using 1:2:3:4 with yerrorlines title '%s, %u thr'",
                              first ? "" : ", \\\n     ", file, pts_policy_name(p), threads);
       first = 0;
+    }
+  }
+  /* Go at the same points (the peer), then the ratios. */
+  const char *why = NULL;
+  bool go = rb_go_prepare(ctx->workspace, ctx->outdir, &why) != NULL;
+  if (go) {
+    rb_progress(ctx, "Go: the same grid, GOMAXPROCS = threads");
+    for (unsigned threads = 1; threads <= 2; threads++) {
+      snprintf(file, sizeof file, "scale_go_t%u.dat", threads);
+      FILE *f = rb_data_open(ctx, file);
+      if (f) fprintf(f, "# agents median_ns min_ns max_ns\n");
+      for (size_t k = 0; k < na; k++) {
+        go_scale_arg g = {threads, am[k], total};
+        snprintf(scen, sizeof scen, "go_t%u_a%zu", threads, am[k]);
+        rb_key_make(key, sizeof key, "scale", scen, "ns_per_task");
+        rb_metric *mt = rb_measure(ctx, key, "ns", RB_PEER, s_go_scale, &g);
+        if (mt && f)
+          fprintf(f, "%zu %.2f %.2f %.2f\n", am[k], mt->sum.median, mt->sum.min, mt->sum.max);
+      }
+      if (f) fclose(f);
+      po += (size_t)snprintf(plot + po, sizeof plot - po,
+                             ", \\\n     'data/%s' using 1:2:3:4 with yerrorlines dt 2 lw 2 "
+                             "title 'Go, %u thr'",
+                             file, threads);
+    }
+  } else {
+    rb_unavailable_add(ctx, "scale.go", "%s", why);
+  }
+  for (int p = 0; p <= PTS_POLICY_RANDOMIZED; p++) {
+    policy_key(pk, sizeof pk, p);
+    scale_ratios(ctx, pk, am, na, go);
+  }
+  /* The switch between loops: round-robin at one step per turn (quantum 1),
+   * so every task is followed by a switch, on 4 agents (their loops stay
+   * in the cache: the switch's own work, not the cache's), less the same
+   * tasks on 1 agent, which runs them in bursts with no switch. */
+  rb_metric *q1 = scale_point(ctx, "scale.round_robin_q1_t1_a4.ns_per_task", 1,
+                              PTS_POLICY_ROUND_ROBIN, 1, 4, total);
+  rb_metric *a1 = rb_find(ctx, "scale.round_robin_t1_a1.ns_per_task");
+  if (q1 && a1) {
+    double sw = q1->sum.median - a1->sum.median;
+    rb_record(ctx, "scale.switch_ns", "ns", RB_PTSCHED, &sw, 1);
+    rb_note(ctx, "scale.switch_ns",
+            "scale.round_robin_q1_t1_a4 (a switch after every task) less "
+            "scale.round_robin_t1_a1 (no switch), medians of this run");
+    rb_metric *fl = rb_find(ctx, "throughput.floor_prio_fifo.ns_per_task");
+    if (fl) {
+      rb_target(ctx, "scale.switch_ns", 2 * fl->sum.median, "<= 2x throughput.floor_prio_fifo");
+      rb_target_from(ctx, "scale.switch_ns", "issue 30");
     }
   }
   snprintf(plot + po, sizeof plot - po, "\n");
@@ -658,8 +789,23 @@ void rb_agents_latency_part(rb_ctx *ctx) {
   rb_progress(ctx, "agents: a user-blocking tenant beside a background tenant on one pool thread, "
               "every policy interleaved, up to %zu posts per run", k);
   rb_lat_budget_ns = ctx->opt.quick ? 150000000u : 400000000u;
-  bool ok[PTS_POLICY_COUNT];
-  rb_lat_measure(ctx, sys, PTS_POLICY_COUNT, bg_ns, gap_ns, k, ok);
+  /* Go beside them (no priorities: the urgent task waits for a thread). */
+  const char *why = NULL;
+  size_t nsys = PTS_POLICY_COUNT;
+  lat_sys all[PTS_POLICY_COUNT + 1];
+  memcpy(all, sys, sizeof sys);
+  if (rb_go_prepare(ctx->workspace, ctx->outdir, &why) != NULL)
+    all[nsys++] = (lat_sys){"go_ub_under_bg_flood", RB_PEER, rb_go_latency, "latency_cdf_go.dat"};
+  else
+    rb_unavailable_add(ctx, "latency.go", "%s", why);
+  bool ok[PTS_POLICY_COUNT + 1];
+  rb_lat_measure(ctx, all, nsys, bg_ns, gap_ns, k, ok);
+  if (nsys > PTS_POLICY_COUNT && ok[PTS_POLICY_COUNT]) {
+    rb_ratio_target(ctx, "latency.policy_strict.x_go_p99", "latency.policy_strict.p99_us",
+                    "latency.go_ub_under_bg_flood.p99_us", 0.1, "<= 0.1x Go's p99", "issue 30");
+    rb_ratio_info(ctx, "latency.policy_round_robin.x_go_p99", "latency.policy_round_robin.p99_us",
+                  "latency.go_ub_under_bg_flood.p99_us");
+  }
   char plot[4096];
   size_t po = 0;
   po += (size_t)snprintf(plot + po, sizeof plot - po,
@@ -673,7 +819,9 @@ void rb_agents_latency_part(rb_ctx *ctx) {
       char key[RB_KEY_MAX], peer[RB_KEY_MAX];
       rb_key_make(key, sizeof key, "latency", scen[p], figs[i]);
       rb_key_make(peer, sizeof peer, "latency", "libevent_ub_under_bg_flood", figs[i]);
-      rb_compare(ctx, key, "", peer, NULL);
+      char go_peer[RB_KEY_MAX];
+      rb_key_make(go_peer, sizeof go_peer, "latency", "go_ub_under_bg_flood", figs[i]);
+      rb_compare(ctx, key, "", peer, go_peer, NULL);
     }
     po += (size_t)snprintf(plot + po, sizeof plot - po,
                            "%s'data/%s' using 1:2 with lines lw 2 title '%s'",

@@ -307,6 +307,7 @@ static void xt_task(void *data, int status) {
 
 static void *xt_thread(void *arg) {
   xt *x = arg;
+  rb_pin_consumer();
   x->c_ap = rb_thread_allocatedp(); /* before the run: a call, not a load */
   struct rusage r0, r1;
   getrusage(RUSAGE_THREAD, &r0);
@@ -466,7 +467,9 @@ void rb_suite_crossthread(rb_ctx *ctx) {
       {"crossthread.post.ns_per_task", "ns", RB_PTSCHED, s_xt_post, &xa},
       {"crossthread.post_cached.ns_per_task", "ns", RB_PTSCHED, s_xt_post, &xc},
   };
+  bool pinned = rb_pin_begin();
   rb_measure_group(ctx, g1, sizeof g1 / sizeof g1[0]);
+  rb_pin_end();
   static const char xt_counted[] =
       "the posting thread over its posts plus the loop's thread from its first task to its last";
   if (rb_find(ctx, "crossthread.post.ns_per_task")) {
@@ -494,6 +497,20 @@ void rb_suite_crossthread(rb_ctx *ctx) {
   rb_ratio_target(ctx, "crossthread.post.x_libuv_async", "crossthread.post.ns_per_task",
                   "crossthread.libuv_async.ns_per_task", 0.8,
                   "<= 0.8x libuv's mutex queue + uv_async_send", "issue 12");
+  /* The spread of each stream over its runs, (max - min) / median. */
+  static const char *const streams[] = {"floor_mpsc", "libevent_active", "libuv_async", "post",
+                                        "post_cached"};
+  for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++) {
+    char key[RB_KEY_MAX], sk[RB_KEY_MAX];
+    rb_key_make(key, sizeof key, "crossthread", streams[i], "ns_per_task");
+    rb_key_make(sk, sizeof sk, "crossthread", streams[i], "spread");
+    rb_metric *m = rb_find(ctx, key);
+    if (m == NULL || m->sum.median <= 0) continue;
+    double spread = (m->sum.max - m->sum.min) / m->sum.median;
+    rb_record(ctx, sk, "ratio", RB_INFO, &spread, 1);
+    rb_note(ctx, sk, "(max - min) / median of %s over its runs; producer and consumer %s", key,
+            pinned ? "on two CPUs" : "not pinned (one CPU)");
+  }
   rb_ratio_target(ctx, "crossthread.post.x_floor", "crossthread.post.ns_per_task",
                   "crossthread.floor_mpsc.ns_per_task", 2.5, "<= 2.5x the MPSC floor",
                   "issue 12, issue 7");

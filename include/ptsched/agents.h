@@ -82,13 +82,31 @@ typedef struct pts_pool_options {
    * time-partitioned (a move on load would undo what it hides). false (the
    * default): placement is static, as before. */
   bool balance;
+  /** How long a loop may keep its thread in a row (since 4.0), in ns of
+   * its steps: a turn under round-robin, a draw under randomized, a run
+   * among equally urgent loops under strict (a more urgent one that becomes
+   * ready still takes the thread after the current step), and fair's
+   * granularity (a loop runs until its virtual runtime passes the next
+   * ready loop's by this much). A turn ends after the step during which it
+   * reached the quantum (the worker looks at the clock every ~2 us of
+   * steps), or earlier when the loop has nothing left. 1 = one step per
+   * turn, the policies' meaning before 4.0; 0 = PTS_QUANTUM_DEFAULT_NS; at
+   * most 1 s.
+   * Ignored by time-partitioned (its slots are the turns). docs/agents.md,
+   * "Switches between loops". */
+  uint64_t quantum_ns;
 } pts_pool_options;
+
+/** The default quantum (pts_pool_options.quantum_ns = 0), chosen by the
+ * scale benchmark (docs/agents.md): 10 us. */
+#define PTS_QUANTUM_DEFAULT_NS 10000u
 
 /** Creates a pool and starts its threads. opts may be NULL (the zero
  * defaults) and is read, not kept. *out gets the pool; free it with
  * pts_pool_shutdown(). Any thread.
- * @retval 0 success. @retval PTS_EINVAL out is NULL or an unknown policy.
- * @retval PTS_ENOMEM out of memory or threads could not be started. */
+ * @retval 0 success. @retval PTS_EINVAL out is NULL, an unknown policy or a
+ * quantum over 1 s. @retval PTS_ENOMEM out of memory or threads could not be
+ * started. */
 PTS_EXTERN int pts_pool_new(const pts_pool_options *opts, pts_pool **out);
 /** Stops the threads after destroying every agent still running (their
  * pending work is released: promises rejected, callbacks given

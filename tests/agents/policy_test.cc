@@ -5,6 +5,7 @@
 // reproducible from its seed and roughly proportional to weights;
 // time-partitioned starts a loop's tasks only inside its own slots, whatever
 // its neighbour does.
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 #include <string>
@@ -50,13 +51,16 @@ void post_marks(pts_agent *a, Mark *m, int n, int priority) {
 }
 
 // One thread; a gate agent blocks it while the others get their work, so
-// every decision is taken with all loads present.
+// every decision is taken with all loads present. quantum_ns: 1 is one step
+// per turn (the policies' meaning at the finest grain), 0 the default.
 struct OneThread {
   pts_pool *p = nullptr;
   pts_agent *gate = nullptr;
   Blocker blk;
-  explicit OneThread(pts_policy policy, uint64_t seed = 1, uint64_t slot_ns = 0) {
+  explicit OneThread(pts_policy policy, uint64_t seed = 1, uint64_t slot_ns = 0,
+                     uint64_t quantum_ns = 0) {
     pts_pool_options o = pool_opts(1, policy, seed, slot_ns);
+    o.quantum_ns = quantum_ns;
     EXPECT_EQ(0, pts_pool_new(&o, &p));
     EXPECT_EQ(0, pts_agent_new(p, nullptr, &gate));
   }
@@ -72,8 +76,9 @@ struct OneThread {
   }
 };
 
+// One step per turn (quantum 1): the turns are single tasks.
 TEST_F(PolicyTest, RoundRobinAlternatesWithEqualLoads) {
-  OneThread t(PTS_POLICY_ROUND_ROBIN);
+  OneThread t(PTS_POLICY_ROUND_ROBIN, 1, 0, 1);
   pts_agent *a = t.agent(), *b = t.agent(), *c = t.agent(5);
   ASSERT_TRUE(t.blk.block(t.gate));
   Log log;
@@ -88,7 +93,7 @@ TEST_F(PolicyTest, RoundRobinAlternatesWithEqualLoads) {
 }
 
 TEST_F(PolicyTest, StrictRunsMostUrgentLoopFirstThenOldest) {
-  OneThread t(PTS_POLICY_STRICT);
+  OneThread t(PTS_POLICY_STRICT, 1, 0, 1);
   pts_agent *a = t.agent(), *b = t.agent(), *c = t.agent(), *d = t.agent();
   ASSERT_TRUE(t.blk.block(t.gate));
   Log log;
@@ -186,7 +191,7 @@ TEST_F(PolicyTest, FairNewlyReadyLoopBanksNoCredit) {
 }
 
 std::string lottery(uint64_t seed) {
-  OneThread t(PTS_POLICY_RANDOMIZED, seed);
+  OneThread t(PTS_POLICY_RANDOMIZED, seed, 0, 1);  // one task per draw
   pts_agent *a = t.agent(1), *b = t.agent(3);
   EXPECT_TRUE(t.blk.block(t.gate));
   Log log;
@@ -285,6 +290,198 @@ TEST_F(PolicyTest, TimePartitionedKeepsSlotsWhateverTheNeighbourDoes) {
   EXPECT_EQ(0, pts_pool_shutdown(p));
   pts_agent_unref(a);
   pts_agent_unref(b);
+}
+
+
+// ---- the quantum (pts_pool_options.quantum_ns; docs/agents.md, "Switches
+// between loops") ----
+
+// A loop whose tasks each spin task_ns, log its letter and post the next,
+// n in all, at one priority.
+struct Chain {
+  pts_agent *a = nullptr;
+  Log *log = nullptr;
+  char c = '?';
+  uint64_t task_ns = 1000;
+  int priority = PTS_PRIORITY_USER_VISIBLE;
+  std::atomic<int> left{0};
+  static pts_value first(void *data, int status) {
+    run(data, status);
+    return pts_undefined();
+  }
+  static void run(void *data, int status) {
+    auto *ch = static_cast<Chain *>(data);
+    if (status != 0) return;
+    ch->log->add(ch->c);
+    busy_ns(ch->task_ns);
+    if (ch->left.fetch_sub(1) > 1) {
+      pts_scheduler *sch = pts_global_scheduler(pts_loop_default_global(pts_agent_loop(ch->a)));
+      pts_post_options o = PTS_POST_OPTIONS_INIT;
+      o.priority = ch->priority;
+      EXPECT_EQ(0, pts_scheduler_post(sch, run, ch, &o));
+    }
+  }
+  void start(int n) {
+    left.store(n);
+    pts_agent_post_options po = PTS_AGENT_POST_OPTIONS_INIT;
+    po.priority = priority;
+    EXPECT_EQ(0, pts_agent_post_task(a, &po, first, this, nullptr, nullptr, nullptr));
+  }
+};
+
+// The runs of one letter in s, as (letter, length).
+std::vector<std::pair<char, size_t>> runs_of(const std::string &s) {
+  std::vector<std::pair<char, size_t>> r;
+  for (char c : s) {
+    if (!r.empty() && r.back().first == c)
+      r.back().second++;
+    else
+      r.push_back({c, 1});
+  }
+  return r;
+}
+
+// Round-robin, default-sized turns: three loops of 2 us tasks, 30 us
+// quantum. Turns rotate A, B, C while all three are ready; a turn holds
+// several tasks (the switch is paid once per turn) and never more than the
+// quantum allows: 15 tasks, plus the ones run before the worker's next
+// look at the clock.
+TEST_F(PolicyTest, RoundRobinTurnsRotateAndLastAQuantum) {
+  OneThread t(PTS_POLICY_ROUND_ROBIN, 1, 0, 30000);
+  Log log;
+  Chain ch[3];
+  for (int i = 0; i < 3; i++) {
+    ch[i].a = t.agent();
+    ch[i].log = &log;
+    ch[i].c = static_cast<char>('A' + i);
+    ch[i].task_ns = 2000;
+  }
+  ASSERT_TRUE(t.blk.block(t.gate));
+  for (auto &c : ch) c.start(600);
+  t.blk.release.store(true);
+  for (auto &c : ch) ASSERT_EQ(0, pts_agent_drain(c.a));
+  std::string s = log.get();
+  ASSERT_EQ(1800u, s.size());
+  // While all three are ready: up to the first chain's last task (turns
+  // run for time, so the chains end apart).
+  size_t seen[3] = {0, 0, 0}, end = 0;
+  while (end < s.size() && ++seen[s[end] - 'A'] < 600) end++;
+  auto r = runs_of(s.substr(0, end));
+  size_t n = 0, tasks = 0, longest = 0;
+  for (size_t i = 0; i + 2 < r.size(); i++) {
+    EXPECT_EQ(r[i].first + 1 == 'D' ? 'A' : r[i].first + 1, r[i + 1].first) << "turn " << i;
+    tasks += r[i].second;
+    longest = std::max(longest, r[i].second);
+    n++;
+  }
+  ASSERT_GT(n, 10u);
+  EXPECT_LE(longest, 15u + 4u) << s;
+  EXPECT_GE(static_cast<double>(tasks) / static_cast<double>(n), 3.0) << "turns of one task: "
+                                                                        << s;
+  for (auto &c : ch) pts_agent_unref(c.a);
+}
+
+// Strict with the default quantum: equally urgent loops take turns, the
+// most urgent first and background last, as at one step per turn; a run
+// ends where its loop's next task is less urgent (E: one user-blocking
+// task, then background ones, e).
+TEST_F(PolicyTest, StrictWithTheDefaultQuantumKeepsUrgencyOrder) {
+  OneThread t(PTS_POLICY_STRICT);
+  pts_agent *a = t.agent(), *b = t.agent(), *c = t.agent(), *d = t.agent(), *e = t.agent();
+  ASSERT_TRUE(t.blk.block(t.gate));
+  Log log;
+  Mark ma{&log, 'A'}, mb{&log, 'B'}, mc{&log, 'C'}, md{&log, 'D'}, me{&log, 'E'}, me2{&log, 'e'};
+  post_marks(a, &ma, 3, PTS_PRIORITY_BACKGROUND);
+  post_marks(b, &mb, 3, PTS_PRIORITY_USER_BLOCKING);
+  post_marks(c, &mc, 2, PTS_PRIORITY_USER_VISIBLE);
+  post_marks(d, &md, 2, PTS_PRIORITY_USER_VISIBLE);
+  post_marks(e, &me, 1, PTS_PRIORITY_USER_BLOCKING);
+  post_marks(e, &me2, 2, PTS_PRIORITY_BACKGROUND);
+  t.blk.release.store(true);
+  for (auto *x : {a, b, c, d, e}) ASSERT_EQ(0, pts_agent_drain(x));
+  std::string s = log.get();
+  ASSERT_EQ(13u, s.size());
+  // A run may end early (the quantum is time, and the host may preempt),
+  // so equally urgent B and E may interleave.
+  std::string first = s.substr(0, 4), mid = s.substr(4, 4), last = s.substr(8);
+  std::sort(first.begin(), first.end());
+  EXPECT_EQ("BBBE", first) << s;
+  std::sort(mid.begin(), mid.end());
+  std::sort(last.begin(), last.end());
+  EXPECT_EQ("CCDD", mid) << s;
+  EXPECT_EQ("AAAee", last) << s;
+  for (auto *x : {a, b, c, d, e}) pts_agent_unref(x);
+}
+
+// Strict: a loop's run, however long its quantum, gives the thread to a
+// more urgent loop that becomes ready during it after the current step.
+TEST_F(PolicyTest, StrictRunEndsWhenAMoreUrgentLoopBecomesReady) {
+  OneThread t(PTS_POLICY_STRICT, 1, 0, 500000000);  // 0.5 s turns
+  Log log;
+  Chain c;
+  c.a = t.agent();
+  c.log = &log;
+  c.c = 'C';
+  c.task_ns = 1000;
+  pts_agent *b = t.agent();
+  Mark mb{&log, 'B'};
+  c.start(3000);
+  ASSERT_TRUE(wait_until([&] { return log.get().size() >= 50; }));
+  post_marks(b, &mb, 1, PTS_PRIORITY_USER_BLOCKING);
+  ASSERT_EQ(0, pts_agent_drain(c.a));
+  ASSERT_EQ(0, pts_agent_drain(b));
+  std::string s = log.get();
+  size_t at = s.find('B');
+  ASSERT_NE(std::string::npos, at);
+  // Without the look at the wake-up queue B would wait for C's 3 ms of
+  // work (all inside one quantum).
+  EXPECT_LT(at, 1500u) << "B ran after " << at << " of C's 3000 tasks";
+  pts_agent_unref(c.a);
+  pts_agent_unref(b);
+}
+
+// Fair with a 20 us quantum: two equal loops of 1 us tasks run in turns
+// (a loop runs until it is a quantum ahead of the other, so a turn is up to
+// two quanta of CPU) and share the thread evenly. The bound is on CPU time:
+// a task the host preempts is charged its wall time, and the other loop
+// then catches up in a longer turn, so the count checks the median turn.
+TEST_F(PolicyTest, FairRunsWithinItsGranularity) {
+  OneThread t(PTS_POLICY_FAIR, 1, 0, 20000);
+  Log log;
+  Chain ch[2];
+  for (int i = 0; i < 2; i++) {
+    ch[i].a = t.agent();
+    ch[i].log = &log;
+    ch[i].c = static_cast<char>('A' + i);
+  }
+  ASSERT_TRUE(t.blk.block(t.gate));
+  for (auto &c : ch) c.start(4000);
+  t.blk.release.store(true);
+  for (auto &c : ch) ASSERT_EQ(0, pts_agent_drain(c.a));
+  std::string s = log.get();
+  ASSERT_EQ(8000u, s.size());
+  // The first half: both ready all along.
+  auto r = runs_of(s.substr(0, 4000));
+  ASSERT_GT(r.size(), 20u) << "no turns";
+  std::vector<size_t> len;
+  for (size_t i = 1; i + 1 < r.size(); i++) len.push_back(r[i].second);
+  std::sort(len.begin(), len.end());
+  size_t median = len[len.size() / 2];
+  EXPECT_LE(median, 2 * 20u + 8u) << s.substr(0, 4000);
+  EXPECT_GE(median, 5u) << "turns of single tasks: " << s.substr(0, 4000);
+  // (The shares are FairGivesWeightShareOfCpu's: in charged CPU time, which
+  // task counts follow only on a quiet host.)
+  for (auto &c : ch) pts_agent_unref(c.a);
+}
+
+TEST_F(PolicyTest, AQuantumOverOneSecondIsRefused) {
+  pts_pool_options o = pool_opts(1, PTS_POLICY_ROUND_ROBIN);
+  o.quantum_ns = 1000000001;
+  pts_pool *p = nullptr;
+  EXPECT_EQ(PTS_EINVAL, pts_pool_new(&o, &p));
+  o.quantum_ns = 1000000000;
+  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  EXPECT_EQ(0, pts_pool_shutdown(p));
 }
 
 }  // namespace
