@@ -17,9 +17,12 @@
 const path = require('node:path');
 const fs = require('node:fs');
 
+// The addon: PTSCHED_NODE_ADDON, else node-gyp's build (an installed
+// package: build/Release), else the repository's Bazel build (node/build.sh).
 function loadBinding() {
   const candidates = [
     process.env.PTSCHED_NODE_ADDON,
+    path.join(__dirname, '..', 'build', 'Release', 'ptsched.node'),
     path.join(__dirname, '..', 'build', 'ptsched.node'),
   ];
   for (const file of candidates) {
@@ -29,8 +32,9 @@ function loadBinding() {
       return mod.exports;
     }
   }
-  throw new Error('ptsched: the addon is not built; run `npm run build` in ' +
-                  'node/ (it runs `bazel build //node:ptsched.node`)');
+  throw new Error('ptsched: the addon is not built; run `npm rebuild ptsched` ' +
+                  '(node-gyp, needs a C compiler and python3), or in the ptsched ' +
+                  'repository `bash node/build.sh` (Bazel)');
 }
 
 const native = loadBinding();
@@ -43,6 +47,8 @@ const kHandler = Symbol('ptsched.onprioritychange');
 const kHandlerSet = Symbol('ptsched.onprioritychange.installed');
 const kDependent = Symbol('ptsched.dependent');
 const kToken = Symbol('ptsched.token');
+const kPriority = Symbol('ptsched.priority');
+const kSignal = Symbol('ptsched.signal');
 
 // ---- the task table ----
 // Three entries a task: the callback, the scheduling state and the promise.
@@ -92,29 +98,19 @@ function releaseSlot(i) {
 }
 
 // Called by the addon inside a Node callback scope for each task, with the
-// task's scheduling state already current. A callback that returns
-// undefined hands its promise back for the addon
-// to fulfil with undefined; any other outcome is settled here. Either way
-// the promise is settled before the scope's microtask checkpoint.
+// task's scheduling state already current: frees the slot and returns what
+// the callback returns (or throws what it throws). The addon has taken the
+// promise from the slot and settles it after the scope's checkpoint
+// (engine.cc), unless an abort rejected it meanwhile.
 function run(i) {
   const c = table[i >> CHUNK_BITS];
   const o = (i & CHUNK_MASK) * 3;
   const cb = c[o];
-  const p = c[o + 2];
   c[o] = freeHead;
   c[o + 1] = undefined;
   c[o + 2] = undefined;
   freeHead = i;
-  let r;
-  try {
-    r = cb();
-  } catch (e) {
-    native.settle(p, e, true);
-    return undefined;
-  }
-  if (r === undefined) return p;
-  native.settle(p, r, false);
-  return undefined;
+  return cb();
 }
 
 function releaseSlots(slots) {
@@ -185,8 +181,13 @@ function onPriorityChange(signal, previous) {
   }));
 }
 
-function onDependentAbort(signal, reason) {
-  signal[kController].abort(reason);
+// A native signal's abort event (the library's "signal abort", which runs
+// the source's abort steps and event before each dependent's): fires the JS
+// signal's own abort event, through Node's AbortController (a no-op if it
+// has fired already).
+function onAbort(signal, reason) {
+  const c = signal[kController];
+  if (c !== undefined) nodeAbort.call(c, reason);
   listenedDependents.delete(signal);
 }
 
@@ -194,7 +195,7 @@ function onDependentAbort(signal, reason) {
 // TaskSignal.prototype.addEventListener).
 const listenedDependents = new Set();
 
-const fast = native.init(run, onPriorityChange, onDependentAbort, { __proto__: null }, table,
+const fast = native.init(run, onPriorityChange, onAbort, { __proto__: null }, table,
                          CHUNK_BITS);
 const fastPost = fast.post;
 const fastYield = fast.yield;
@@ -232,20 +233,35 @@ function toDictionary(value, what) {
 
 // ---- signals ----
 
-// The 'abort' listener that hands a Node abort to the native signal (spec:
-// the signal's abort algorithms, which reject the pending tasks).
+// The 'abort' listener that hands a Node signal's abort to its native twin
+// (spec: the signal's abort algorithms, which reject the pending tasks, then
+// its dependents'). Node fires the signal's event itself, so the dependents
+// (TaskSignal.any() results) fire from this listener, before the signal's
+// listeners registered after it (docs/node.md, Limits). (Listening on a Node
+// AbortSignal.any() dependent instead would order them as DOM does, but Node
+// keeps such a dependent with listeners alive until it aborts: every plain
+// signal used once would be kept for good.)
 function forwardAbort(event) {
   const signal = event.target;
   releaseSlots(native.abort(signal[kNative], signal.reason));
 }
 
-// The native handle of any AbortSignal, made on first use.
+// The native handle of any AbortSignal, made on first use: a
+// TaskController's signal gets a task controller (aborted through
+// TaskController.prototype.abort), any other a plain controller that a
+// listener aborts when Node fires the signal's event.
 function nativeOf(signal) {
   let h = signal[kNative];
   if (h === undefined) {
-    h = native.controller(false, 0, signal);
+    const tc = isTaskSignal(signal) ? signal[kController] : undefined;
+    if (tc instanceof TaskController) {
+      h = native.controller(true, tc[kPriority], signal);
+    } else {
+      h = native.controller(false, 0, signal);
+      if (!signal.aborted) signal.addEventListener('abort', forwardAbort, { once: true });
+    }
     Object.defineProperty(signal, kNative, { value: h });
-    if (!signal.aborted) signal.addEventListener('abort', forwardAbort, { once: true });
+    if (signal.aborted) native.abort(h, signal.reason); // pending nothing yet
   }
   return h;
 }
@@ -278,7 +294,7 @@ class TaskSignal extends AbortSignal {
   addEventListener(type, listener, options) {
     if (isTaskSignal(this)) {
       const t = `${type}`;
-      if (t === 'prioritychange') native.listen(this[kNative]);
+      if (t === 'prioritychange') native.listen(nativeOf(this));
       // A TaskSignal.any() result that someone listens to stays alive while
       // it can still fire (until it aborts), even if JS drops it: the
       // native twin only holds it weakly. (Node's AbortSignal.any() does
@@ -290,9 +306,30 @@ class TaskSignal extends AbortSignal {
     return super.addEventListener(type, listener, options);
   }
 
+  // A TaskSignal.any() result is aborted (with its reason) as soon as the
+  // library marks it, before its source's abort event fires (DOM "signal
+  // abort" steps 3-4); Node's own state follows at its event.
+  get aborted() {
+    if (super.aborted) return true;
+    return this[kDependent] === true && native.aborted(this[kNative]);
+  }
+
+  get reason() {
+    if (this[kDependent] !== true || super.aborted) return super.reason;
+    return native.aborted(this[kNative]) ? native.reason() : undefined;
+  }
+
+  throwIfAborted() {
+    if (this.aborted) throw this.reason;
+  }
+
   get priority() {
     checkTaskSignal(this);
-    return NAMES[native.priority(this[kNative])];
+    const h = this[kNative];
+    // No native twin yet: a TaskController's signal still at its initial
+    // priority (setPriority makes the twin).
+    if (h === undefined) return NAMES[this[kController][kPriority]];
+    return NAMES[native.priority(h)];
   }
 
   get onprioritychange() {
@@ -347,20 +384,50 @@ function callHandler(event) {
   }
 }
 
+const nodeAbort = AbortController.prototype.abort;
+const nodeSignal = Object.getOwnPropertyDescriptor(AbortController.prototype, 'signal').get;
+
+// As Node's AbortController (which makes its signal on first use), a
+// TaskController costs its object only: the TaskSignal is made when first
+// read, and its native twin when first used (nativeOf), so a controller
+// that is never used by postTask is as cheap as an AbortController.
 class TaskController extends AbortController {
   constructor(init = undefined) {
-    const dict = toDictionary(init, 'init');
-    const priority = dict !== undefined && dict.priority !== undefined
-      ? toPriority(dict.priority) : 1;
+    let priority = 1;
+    if (init !== undefined) {
+      const dict = toDictionary(init, 'init');
+      if (dict !== undefined && dict.priority !== undefined) priority = toPriority(dict.priority);
+    }
     super();
-    const s = newTaskSignal(this, (sig) => native.controller(true, priority, sig));
-    s.addEventListener('abort', forwardAbort, { once: true });
+    this[kPriority] = priority;
+    this[kSignal] = undefined;
+  }
+
+  get signal() {
+    let s = this[kSignal];
+    if (s === undefined) {
+      s = nodeSignal.call(this);
+      Object.setPrototypeOf(s, TaskSignal.prototype);
+      Object.defineProperty(s, kController, { value: this });
+      this[kSignal] = s;
+    }
+    return s;
+  }
+
+  // spec (DOM): signal abort, by the library when the signal has a native
+  // twin: the pending tasks' abort steps, the signal's abort event (onAbort,
+  // which fires the JS one), then each dependent's steps and event.
+  abort(reason = new DOMException('This operation was aborted', 'AbortError')) {
+    const s = this[kSignal];
+    const h = s === undefined ? undefined : s[kNative];
+    if (h !== undefined && !s.aborted) releaseSlots(native.abort(h, reason));
+    nodeAbort.call(this, reason);
   }
 
   setPriority(priority) {
     const p = toPriority(priority);
     const s = this.signal;
-    if (native.setPriority(s[kNative], p) < 0) {
+    if (native.setPriority(nativeOf(s), p) < 0) {
       throw new DOMException('a priority change of this signal is being dispatched',
                              'NotAllowedError');
     }

@@ -30,8 +30,8 @@
  * PTS_EABORT synchronously, and those reject with st->reason (the JS reason).
  */
 #define NAPI_VERSION 8
-#include <node/node_api.h>
-#include <node/uv.h>
+#include <node_api.h>
+#include <uv.h>
 
 #include <stdio.h>
 #include <stdbool.h>
@@ -70,7 +70,7 @@ typedef struct env_st {
   uv_timer_t timer;
   pts_node_engine *engine; /* run(slot), the task table, the async resource */
   napi_ref prio_fn;    /* JS: onPriorityChange(signal, previous) */
-  napi_ref abort_fn;   /* JS: onDependentAbort(signal, reason) */
+  napi_ref abort_fn;   /* JS: onAbort(signal, reason) */
   napi_value reason;   /* the abort reason while abort() runs, else NULL */
   uint64_t budget_end;
   bool budget_hit;
@@ -89,6 +89,12 @@ typedef struct env_st {
   size_t pending;      /* tasks and continuations not yet settled */
   int32_t *aborted;    /* slots of the tasks abort() released, see js_abort */
   size_t n_aborted, cap_aborted;
+  /* The result promise of each pending task with an abort source, by slot
+   * (pts_scheduler_post_task: its abort steps stay attached until the task
+   * completes), NULL elsewhere; and the running task's. */
+  pts_promise **cps;
+  size_t cap_cps;
+  pts_promise *run_cp;
 } env_st;
 
 /* A postTask task is a slot number of the JS task table (lib/ptsched.js:
@@ -135,6 +141,7 @@ static napi_value throw_code(napi_env env, int code) {
 static void maybe_free_st(env_st *st) {
   if (st->closing && st->open_handles == 0 && st->mirrors == 0) {
     free(st->aborted);
+    free(st->cps);
     free(st->heap);
     free(st);
   }
@@ -218,9 +225,23 @@ static void on_timer(uv_timer_t *h) {
 
 /* ---- running tasks ---- */
 
+/* The env_st whose pts_loop is calling back on this thread: set by each
+ * call into ptsched that can call task_fn (the loop's run, abort, teardown),
+ * and restored after, since the addon may be loaded more than once into one
+ * environment (each load has its own env_st and loop). */
+static _Thread_local env_st *cur_st;
+
+static env_st *enter_st(env_st *st) {
+  env_st *saved = cur_st;
+  cur_st = st;
+  return saved;
+}
+
 static void run_loop(void *arg) {
   env_st *st = arg;
+  env_st *saved = enter_st(st);
   pts_loop_run(st->loop, PTS_RUN_UNTIL_IDLE);
+  cur_st = saved;
 }
 
 static void on_check(uv_check_t *h) {
@@ -262,12 +283,20 @@ static void after_task(env_st *st) {
   }
 }
 
+/* spec: the task handle's abort steps, for the running task. The library
+ * rejects its result promise (run_cp) where its abort steps come in the
+ * signal's abort: before the later ones' steps and the signal's event. JS
+ * learns of it at the next of those (each calls this first) or when the
+ * abort returns, so its JS promise is rejected in the library's order. */
+static void sync_running(env_st *st) {
+  if (st->run_cp && pts_promise_get_state(st->run_cp) == PTS_PROMISE_REJECTED)
+    pts_node_engine_reject_running(st->engine, st->reason);
+}
+
 /* The task function of both forms. status 0: run the task (engine.cc: its
  * state, run(slot) and its promise, in a callback scope); PTS_EABORT: the
  * slot is handed back by the abort() that is running; PTS_ECANCELED: the
  * loop is going away. */
-static _Thread_local env_st *cur_st; /* this thread's env (one per thread) */
-
 static void task_fn(void *data, int status) {
   env_st *st = cur_st;
   st->pending--;
@@ -276,6 +305,7 @@ static void task_fn(void *data, int status) {
     if (st->delayed == 0) arm_timer(st);
   }
   if (st->closing || status == PTS_ECANCELED) return;
+  if (status != 0) sync_running(st);
   int32_t slot = DATA_SLOT(data);
   if (DATA_YIELD(data)) {
     /* A yield continuation: settle its promise (rejected inside js_abort,
@@ -311,6 +341,24 @@ static void task_fn(void *data, int status) {
     return;
   }
   after_task(st);
+}
+
+/* The callback of a task with an abort source (pts_scheduler_post_task):
+ * while it runs, its result promise is run_cp, which the library rejects if
+ * the signal aborts before the task completes (js_abort then rejects the JS
+ * promise). Its own result is not used: the JS promise is settled by the
+ * engine, from the callback's outcome, unless that abort came first. */
+static pts_value task_cb(void *data, int status) {
+  env_st *st = cur_st;
+  int32_t slot = DATA_SLOT(data);
+  pts_promise *cp = st->cps[slot];
+  st->cps[slot] = NULL;
+  pts_promise *saved = st->run_cp;
+  if (status == 0) st->run_cp = cp;
+  task_fn(data, status);
+  st->run_cp = saved;
+  pts_promise_unref(cp);
+  return pts_undefined();
 }
 
 /* ---- argument helpers ---- */
@@ -353,7 +401,31 @@ static bool queue_slot(napi_env env, env_st *st, int32_t slot, queue_fn queue,
 }
 
 static int queue_post(env_st *st, void *data, const void *opts) {
-  return pts_scheduler_post(st->sched, task_fn, data, opts);
+  const pts_post_options *o = opts;
+  if (!o->signal) return pts_scheduler_post(st->sched, task_fn, data, opts);
+  /* With an abort source: the promise form, whose result stays abortable
+   * until the task completes (task_cb). */
+  size_t slot = (size_t)DATA_SLOT(data);
+  if (slot >= st->cap_cps) {
+    size_t cap = st->cap_cps ? st->cap_cps : 64;
+    while (cap <= slot) cap *= 2;
+    pts_promise **a = realloc(st->cps, cap * sizeof *a);
+    if (!a) return PTS_ENOMEM;
+    memset(a + st->cap_cps, 0, (cap - st->cap_cps) * sizeof *a);
+    st->cps = a;
+    st->cap_cps = cap;
+  }
+  /* A signal the library has aborted while JS has not yet seen it (a
+   * dependent, from a listener of its source): the library calls task_cb
+   * with PTS_EABORT during the call and returns the rejected promise. */
+  pts_promise *cp = NULL;
+  st->cps[slot] = NULL;
+  env_st *saved = enter_st(st);
+  int rc = pts_scheduler_post_task(st->sched, task_cb, data, opts, &cp);
+  cur_st = saved;
+  if (rc == 0 && pts_promise_get_state(cp) == PTS_PROMISE_PENDING) st->cps[slot] = cp;
+  else pts_promise_unref(cp);
+  return rc;
 }
 
 static int queue_yield(env_st *st, void *data, const void *opts) {
@@ -443,6 +515,7 @@ static void on_native_event(void *data, const pts_event *ev) {
   mirror *m = data;
   env_st *st = m->st;
   if (st->closing) return;
+  if (ev->type == PTS_EVENT_ABORT) sync_running(st);
   napi_env env = st->env;
   napi_handle_scope hs;
   napi_open_handle_scope(env, &hs);
@@ -537,6 +610,13 @@ static napi_value js_any(napi_env env, napi_callback_info info) {
       return throw_code(env, PTS_EINVAL);
     }
     sigs[i] = sm->sig;
+    /* spec (DOM): signal abort fires the source's abort event before its
+     * dependents'. A controller's JS event is fired from its native one
+     * (JS onAbort), so the library's own order holds: the source's steps
+     * and event, then each dependent's. */
+    if (sm->ctl && !sm->listens &&
+        pts_signal_add_listener(sm->sig, PTS_EVENT_ABORT, on_native_event, sm, false) == 0)
+      sm->listens = true;
   }
   pts_task_signal_any_init init = PTS_TASK_SIGNAL_ANY_INIT;
   init.priority = get_int(env, argv[1], PTS_PRIORITY_USER_VISIBLE);
@@ -568,7 +648,10 @@ static napi_value js_abort(napi_env env, napi_callback_info info) {
   napi_value saved = st->reason;
   size_t start = st->n_aborted;
   st->reason = argv[1];
+  env_st *saved_st = enter_st(st);
   pts_controller_abort(m->ctl, NULL);
+  cur_st = saved_st;
+  sync_running(st);
   st->reason = saved;
   size_t n = st->n_aborted - start;
   if (n == 0) return NULL;
@@ -608,6 +691,25 @@ static napi_value js_listen(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* aborted(handle) -> whether the native signal is aborted: a dependent is
+ * marked before any abort event fires (DOM "signal abort" steps 3-4), while
+ * its JS twin learns it only at its own event. reason() -> the reason of
+ * the abort that is running (the one a marked dependent has), or undefined. */
+static napi_value js_aborted(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], r;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  mirror *m = get_mirror(env, argv[0]);
+  CHECK(napi_get_boolean(env, m && pts_signal_aborted(m->sig), &r));
+  return r;
+}
+
+static napi_value js_reason(napi_env env, napi_callback_info info) {
+  (void)info;
+  env_st *st = get_st(env);
+  return st->reason;
+}
+
 static napi_value js_priority(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1], r;
@@ -631,19 +733,6 @@ static napi_value js_stats(napi_env env, napi_callback_info info) {
   return arr;
 }
 
-/* settle(promise, value, rejected): settles a task's promise from run()
- * (a callback that returned a value or threw). */
-static napi_value js_settle(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
-  napi_value argv[3];
-  bool rejected = false;
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc < 3) return throw_code(env, PTS_EINVAL);
-  napi_get_value_bool(env, argv[2], &rejected);
-  pts_node_promise_settle(argv[0], argv[1], rejected);
-  return NULL;
-}
-
 /* state(): the current scheduling state (V8's continuation-preserved
  * embedder data), or undefined. */
 static napi_value js_state(napi_env env, napi_callback_info info) {
@@ -661,7 +750,7 @@ static napi_value js_set_state(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/* init(run, onPriorityChange, onDependentAbort, resource, table, chunkBits)
+/* init(run, onPriorityChange, onAbort, resource, table, chunkBits)
  * -> {post, yield, state}, the per-task entry points (engine.cc). */
 static napi_value js_init(napi_env env, napi_callback_info info) {
   size_t argc = 6;
@@ -695,7 +784,9 @@ static void cleanup(napi_async_cleanup_hook_handle handle, void *arg) {
   env_st *st = arg;
   st->cleanup_handle = handle;
   st->closing = true;
+  env_st *saved = enter_st(st);
   pts_loop_free(st->loop);
+  cur_st = saved;
   st->loop = NULL;
   pts_node_engine_free(st->engine);
   st->engine = NULL;
@@ -735,7 +826,6 @@ NAPI_MODULE_INIT() {
     uv_check_start(&st->check, on_check);
     uv_unref((uv_handle_t *)&st->check);
     napi_set_instance_data(env, st, NULL, NULL);
-    cur_st = st;
     napi_add_async_cleanup_hook(env, cleanup, st, NULL);
   }
   static const struct {
@@ -748,7 +838,7 @@ NAPI_MODULE_INIT() {
       {"setPriority", js_set_priority}, {"priority", js_priority},
       {"stats", js_stats},       {"listen", js_listen},
       {"state", js_state},       {"setState", js_set_state},
-      {"settle", js_settle},
+      {"aborted", js_aborted},   {"reason", js_reason},
   };
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_value f;

@@ -238,3 +238,33 @@ test('process.exit() from inside a task, in workers and on the main thread', asy
   assert.equal(r.code, 3, r.stderr);
   assert.equal(r.stdout, 'workers done\n');
 });
+
+test('the addon loaded twice (require cache cleared): both copies keep working', async () => {
+  const { code, stdout, stderr } = await runChild(`
+    const a = require(entry);
+    for (const k of Object.keys(require.cache)) delete require.cache[k];
+    const b = require(entry);
+    if (a.scheduler === b.scheduler) throw new Error('one copy');
+    const out = [];
+    const run = async (name, m) => {
+      out.push(name + ' ' + await m.scheduler.postTask(() => 'ran'));
+      const tc = new m.TaskController({ priority: 'background' });
+      const p = m.scheduler.postTask(() => 'x', { signal: tc.signal });
+      tc.abort('stop');
+      out.push(name + ' ' + await p.catch((e) => 'rejected ' + e));
+      out.push(name + ' ' + await m.scheduler.postTask(async () => { await m.scheduler.yield(); return 'yielded'; },
+                                                        { priority: 'user-blocking' }));
+      const d = m.TaskSignal.any([new m.TaskController().signal]);
+      out.push(name + ' ' + d.priority);
+    };
+    a.scheduler.postTask(() => out.push('first copy ran'));
+    b.scheduler.postTask(() => out.push('second copy ran'));
+    Promise.all([run('a', a), run('b', b)]).then(() => {
+      console.log(out.sort().join('|'));
+    });
+  `, { load: false });
+  assert.equal(stderr, '');
+  assert.equal(code, 0);
+  assert.equal(stdout.trim(), ['a ran', 'a rejected stop', 'a user-visible', 'a yielded', 'b ran',
+    'b rejected stop', 'b user-visible', 'b yielded', 'first copy ran', 'second copy ran'].join('|'));
+});

@@ -56,7 +56,21 @@ test('task-controller-abort1: abort rejects every pending task of the signal, ot
   assert.deepEqual(aborted, Array(5).fill('AbortError'));
 });
 
-test('task-controller-abort2: aborting after some tasks ran rejects only the rest', async () => {
+test('task-controller-abort2: aborting one controller rejects only its task', async () => {
+  const controllers = [];
+  const results = [];
+  for (let i = 0; i < 5; i++) {
+    const c = new TaskController();
+    controllers.push(c);
+    results.push(scheduler.postTask(() => i, { signal: c.signal }));
+  }
+  const aborted = results.splice(2, 1)[0];
+  controllers[2].abort();
+  await assert.rejects(aborted, { name: 'AbortError' });
+  assert.equal((await Promise.all(results)).toString(), '0,1,3,4');
+});
+
+test('an abort while a task of the signal runs rejects it and the pending ones, in abort-step order', async () => {
   const tc = new TaskController();
   const ran = [];
   const results = [];
@@ -66,13 +80,23 @@ test('task-controller-abort2: aborting after some tasks ran rejects only the res
       ran.push(i);
       if (i === 1) tc.abort();
       return i;
-    }, { signal: tc.signal }).then((v) => results.push(`ok${v}`), (e) => results.push(e.name)));
+    }, { signal: tc.signal }).then((v) => results.push(`ok${v}`), (e) => results.push(`${e.name}${i}`)));
   }
   await Promise.all(ps);
   assert.deepEqual(ran, [0, 1]);
-  // The abort rejects the others while task 1 still runs; task 1's own
-  // promise settles when its callback returns, after that.
-  assert.deepEqual(results, ['ok0', 'AbortError', 'AbortError', 'ok1']);
+  // The running task's abort steps were added first, so it is rejected first.
+  assert.deepEqual(results, ['ok0', 'AbortError1', 'AbortError2', 'AbortError3']);
+  // A running task whose steps were added last is rejected last.
+  const tc2 = new TaskController({ priority: 'background' });
+  const results2 = [];
+  const ps2 = [
+    scheduler.postTask(() => 'bg', { signal: tc2.signal }),
+    scheduler.postTask(() => { tc2.abort(); }, { signal: tc2.signal, priority: 'user-blocking' }),
+  ];
+  ps2[0].catch(() => results2.push('pending'));
+  ps2[1].catch(() => results2.push('running'));
+  await Promise.allSettled(ps2);
+  assert.deepEqual(results2, ['pending', 'running']);
 });
 
 test('task-controller-setPriority1: setPriority moves pending tasks', async () => {

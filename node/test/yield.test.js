@@ -83,14 +83,61 @@ test('yield-inherit-across-settled-promises: awaiting settled promises keeps the
   assert.deepEqual(ids, ['continuation', 'uv-subtask']);
 });
 
-test('yield-inherit-abort-across-settled-promises', async () => {
+// yield-inherit-abort-across-settled-promises: the abort comes from a
+// separate, later task (an abort inside the task would reject the task's own
+// result and mask a continuation that lost its abort source).
+function yieldThenAbort(tc) {
+  scheduler.postTask(() => tc.abort(), { priority: 'user-blocking' });
+  assert.equal(tc.signal.aborted, false);
+  return assert.rejects(scheduler.yield(), { name: 'AbortError' });
+}
+const abortInheritance = {
+  'no intervening promise': (tc) => yieldThenAbort(tc),
+  'across a pending promise': async (tc) => {
+    await new Promise((resolve) => queueMicrotask(resolve));
+    await yieldThenAbort(tc);
+  },
+  'across an await of a settled promise': async (tc) => { await Promise.resolve(); await yieldThenAbort(tc); },
+  'across an await of a non-promise': async (tc) => { await null; await yieldThenAbort(tc); },
+  'in then() on a settled promise': (tc) => Promise.resolve().then(() => yieldThenAbort(tc)),
+  'in a chained then() on a settled promise': (tc) => Promise.resolve().then(() => {}).then(() => yieldThenAbort(tc)),
+  'across an await of a thenable': async (tc) => { await { then(resolve) { resolve(); } }; await yieldThenAbort(tc); },
+};
+for (const [name, body] of Object.entries(abortInheritance)) {
+  test(`yield-inherit-abort-across-settled-promises: ${name}`, async () => {
+    const tc = new TaskController();
+    await scheduler.postTask(() => body(tc), { signal: tc.signal });
+  });
+}
+
+test('yield-inherit-abort-across-settled-promises: in a thenable then() (platform limit: not inherited)', async () => {
+  // V8 11.3 (Node 20) runs a thenable's then() from NewPromiseResolveThenableJob
+  // without the continuation-preserved embedder data, so the yield inside it
+  // has no state: it is not aborted by the task's signal (the WPT expects an
+  // AbortError). This records the limit (docs/node.md); it fails when Node's
+  // V8 carries the state there, and should then be made the WPT's check.
   const tc = new TaskController();
-  const r = await scheduler.postTask(async () => {
-    await Promise.resolve();
-    tc.abort('stop');
-    return scheduler.yield().then(() => 'resumed', (e) => e);
+  let outcome;
+  await scheduler.postTask(() => new Promise((resolve) => resolve({
+    then(res) {
+      scheduler.postTask(() => tc.abort(), { priority: 'user-blocking' });
+      res(scheduler.yield().then(() => { outcome = 'fulfilled'; }, (e) => { outcome = e.name; }));
+    },
+  })), { signal: tc.signal });
+  assert.equal(outcome, 'fulfilled');
+});
+
+test('yield-abort: an abort in the task before yield rejects the yield and the task', async () => {
+  const tc = new TaskController();
+  let yieldOutcome;
+  const task = scheduler.postTask(async () => {
+    tc.abort();
+    const p = scheduler.yield();
+    yieldOutcome = await p.then(() => 'fulfilled', (e) => e.name);
   }, { signal: tc.signal });
-  assert.equal(r, 'stop');
+  await assert.rejects(task, { name: 'AbortError' });
+  await sleep(1);
+  assert.equal(yieldOutcome, 'AbortError');
 });
 
 test('yield inherits the .then() registration context, not the resolve context', async () => {
