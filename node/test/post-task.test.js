@@ -89,11 +89,11 @@ test('post-task-delay: a delayed task runs after at least its delay', async () =
   // Delays order tasks across priorities; a zero delay is no delay.
   const order = [];
   await Promise.all([
-    scheduler.postTask(() => order.push('ub-30'), { delay: 30, priority: 'user-blocking' }),
+    scheduler.postTask(() => order.push('ub-80'), { delay: 80, priority: 'user-blocking' }),
     scheduler.postTask(() => order.push('bg-10'), { delay: 10, priority: 'background' }),
     scheduler.postTask(() => order.push('bg-0'), { delay: 0, priority: 'background' }),
   ]);
-  assert.deepEqual(order, ['bg-0', 'bg-10', 'ub-30']);
+  assert.deepEqual(order, ['bg-0', 'bg-10', 'ub-80']);
 });
 
 test('post-task-delay: WebIDL [EnforceRange] on delay and enum priority', async () => {
@@ -285,4 +285,47 @@ test('many pending tasks: each keeps its own callback, state and promise', async
   assert.equal(await inherits, 'other');
   assert.equal(yielded, 'other');
   assert.equal(api._stats()[0], 0);
+});
+
+// The WPT checks the tests above re-express in their own way, as the WPT
+// states them.
+test('post-task-without-signals (WPT): each priority option runs and returns', async () => {
+  for (const priority of ['user-blocking', 'user-visible', 'background']) {
+    assert.equal(await scheduler.postTask(() => priority, { priority }), priority);
+  }
+});
+
+test('post-task-abort-reason (WPT): all four cases, TaskSignal and AbortSignal, before and after posting', async () => {
+  for (const C of [TaskController, AbortController]) {
+    const reason = new Error('Custom Abort Error');
+    const aborted = new C();
+    aborted.abort(reason);
+    await assert.rejects(scheduler.postTask(() => {}, { signal: aborted.signal }), (e) => e === reason);
+    const later = new C();
+    const result = scheduler.postTask(() => {}, { signal: later.signal });
+    later.abort(reason);
+    await assert.rejects(result, (e) => e === reason);
+  }
+});
+
+test('post-task-delay (WPT): a user-blocking task with a 10 ms delay', async () => {
+  const start = performance.now();
+  await scheduler.postTask(() => {
+    assert.ok(performance.now() - start >= 10, `ran after ${performance.now() - start} ms`);
+  }, { priority: 'user-blocking', delay: 10 });
+});
+
+test('post-task-with-signal-and-priority (WPT): a user-blocking option beats a background signal', async () => {
+  const task1 = scheduler.postTask(() => 'task1', { priority: 'user-visible' });
+  const controller = new TaskController({ priority: 'background' });
+  const task2 = scheduler.postTask(() => 'task2', { priority: 'user-blocking', signal: controller.signal });
+  assert.equal(await Promise.race([task1, task2]), 'task2');
+});
+
+test('scheduler-replaceable (WPT): assigning the global binding replaces it', () => {
+  const saved = globalThis.scheduler;
+  // eslint-disable-next-line no-global-assign
+  scheduler = 'replaced';
+  assert.equal(globalThis.scheduler, 'replaced');
+  globalThis.scheduler = saved;
 });

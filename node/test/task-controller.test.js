@@ -192,3 +192,84 @@ test('TaskPriorityChangeEvent constructor: previousPriority is required and an e
   assert.throws(() => new TaskPriorityChangeEvent('x', {}), TypeError);
   assert.throws(() => new TaskPriorityChangeEvent('x', { previousPriority: 'later' }), TypeError);
 });
+
+// The WPT checks the tests above re-express in their own way, as the WPT
+// states them.
+test('task-controller-setPriority1 (WPT): five tasks on a default signal set to background', async () => {
+  const controller = new TaskController();
+  const runOrder = [];
+  const tasks = [];
+  for (let i = 0; i < 5; i++) tasks.push(scheduler.postTask(() => runOrder.push(i), { signal: controller.signal }));
+  tasks.push(scheduler.postTask(() => runOrder.push(5), { priority: 'user-blocking' }));
+  tasks.push(scheduler.postTask(() => runOrder.push(6), { priority: 'user-visible' }));
+  controller.setPriority('background');
+  assert.equal(controller.signal.priority, 'background');
+  await Promise.all(tasks);
+  assert.equal(runOrder.toString(), '5,6,0,1,2,3,4');
+});
+
+test('task-controller-setPriority-repeated (WPT): repeated calls move the tasks each time', async () => {
+  const post = (controller, runOrder) => [
+    scheduler.postTask(() => runOrder.push(0), { signal: controller.signal }),
+    scheduler.postTask(() => runOrder.push(1), { priority: 'user-blocking' }),
+    scheduler.postTask(() => runOrder.push(2), { priority: 'user-visible' }),
+  ];
+  const controller = new TaskController();
+  let runOrder = [];
+  let tasks = post(controller, runOrder);
+  controller.setPriority('background');
+  await Promise.all(tasks);
+  assert.equal(runOrder.toString(), '1,2,0');
+  runOrder = [];
+  tasks = post(controller, runOrder);
+  controller.setPriority('user-blocking');
+  await Promise.all(tasks);
+  assert.equal(runOrder.toString(), '0,1,2');
+  const c2 = new TaskController();
+  runOrder = [];
+  tasks = post(c2, runOrder);
+  for (const p of ['background', 'user-visible', 'user-blocking']) {
+    c2.setPriority(p);
+    assert.equal(c2.signal.priority, p);
+  }
+  await Promise.all(tasks);
+  assert.equal(runOrder.toString(), '0,1,2');
+});
+
+test('task-controller-setPriority-delayed-task (WPT): a priority change does not shorten the delay', async () => {
+  let count = 0;
+  const start = performance.now();
+  const controller = new TaskController({ priority: 'background' });
+  const t1 = scheduler.postTask(() => {
+    assert.equal(++count, 1);
+    controller.setPriority('user-blocking');
+  }, { priority: 'user-blocking', delay: 10 });
+  const t2 = scheduler.postTask(() => {
+    assert.equal(++count, 2);
+    assert.ok(performance.now() - start >= 19.5, `ran after ${performance.now() - start} ms`);
+  }, { signal: controller.signal, delay: 20 });
+  await Promise.all([t1, t2]);
+});
+
+test('task-controller-setPriority-recursive and onprioritychange (WPT): the new priority inside the handler', () => {
+  const controller = new TaskController();
+  let inside;
+  let target;
+  controller.signal.onprioritychange = (e) => {
+    inside = controller.signal.priority;
+    target = e.target.priority;
+    assert.throws(() => controller.setPriority('user-blocking'), { name: 'NotAllowedError' });
+  };
+  controller.setPriority('background');
+  assert.equal(inside, 'background');
+  assert.equal(target, 'background');
+});
+
+test('task-controller-abort-signal-and-priority (WPT): a priority option does not stop the abort', async () => {
+  const controller = new TaskController();
+  const t1 = scheduler.postTask(() => {}, { signal: controller.signal });
+  const t2 = scheduler.postTask(() => {}, { priority: 'background', signal: controller.signal });
+  controller.abort();
+  await assert.rejects(t1, { name: 'AbortError' });
+  await assert.rejects(t2, { name: 'AbortError' });
+});
