@@ -48,7 +48,6 @@ const kHandlerSet = Symbol('ptsched.onprioritychange.installed');
 const kDependent = Symbol('ptsched.dependent');
 const kToken = Symbol('ptsched.token');
 const kPriority = Symbol('ptsched.priority');
-const kSignal = Symbol('ptsched.signal');
 
 // ---- the task table ----
 // Three entries a task: the callback, the scheduling state and the promise.
@@ -113,9 +112,16 @@ function run(i) {
   return cb();
 }
 
-function releaseSlots(slots) {
-  if (slots === undefined) return;
-  for (let k = 0; k < slots.length; k++) releaseSlot(slots[k]);
+// What native.abort() returns: undefined, a count of slots in abortSlots,
+// or (too many for it) an Int32Array of them.
+const abortSlots = new Int32Array(256);
+function releaseSlots(r) {
+  if (r === undefined) return;
+  if (typeof r === 'number') {
+    for (let k = 0; k < r; k++) releaseSlot(abortSlots[k]);
+  } else {
+    for (let k = 0; k < r.length; k++) releaseSlot(r[k]);
+  }
 }
 
 // A task's or continuation's promise: made here, settled by the addon
@@ -196,7 +202,7 @@ function onAbort(signal, reason) {
 const listenedDependents = new Set();
 
 const fast = native.init(run, onPriorityChange, onAbort, { __proto__: null }, table,
-                         CHUNK_BITS);
+                         CHUNK_BITS, abortSlots);
 const fastPost = fast.post;
 const fastYield = fast.yield;
 // The current scheduling state: {a: abort source or null, p: priority source
@@ -255,13 +261,13 @@ function nativeOf(signal) {
   if (h === undefined) {
     const tc = isTaskSignal(signal) ? signal[kController] : undefined;
     if (tc instanceof TaskController) {
-      h = native.controller(true, tc[kPriority], signal);
+      h = native.controller(true, tc[kPriority] ?? 1);
     } else {
-      h = native.controller(false, 0, signal);
+      h = native.controller(false, 0);
       if (!signal.aborted) signal.addEventListener('abort', forwardAbort, { once: true });
     }
-    Object.defineProperty(signal, kNative, { value: h });
-    if (signal.aborted) native.abort(h, signal.reason); // pending nothing yet
+    signal[kNative] = h;
+    if (nodeAborted.call(signal)) native.abort(h, signal.reason); // pending nothing yet
   }
   return h;
 }
@@ -280,8 +286,8 @@ function checkTaskSignal(s) {
 function newTaskSignal(controller, handle) {
   const s = controller.signal;
   Object.setPrototypeOf(s, TaskSignal.prototype);
-  Object.defineProperty(s, kController, { value: controller });
-  Object.defineProperty(s, kNative, { value: handle(s) });
+  s[kController] = controller;
+  s[kNative] = handle(s);
   return s;
 }
 
@@ -294,7 +300,7 @@ class TaskSignal extends AbortSignal {
   addEventListener(type, listener, options) {
     if (isTaskSignal(this)) {
       const t = `${type}`;
-      if (t === 'prioritychange') native.listen(nativeOf(this));
+      if (t === 'prioritychange') native.listen(nativeOf(this), this);
       // A TaskSignal.any() result that someone listens to stays alive while
       // it can still fire (until it aborts), even if JS drops it: the
       // native twin only holds it weakly. (Node's AbortSignal.any() does
@@ -328,7 +334,7 @@ class TaskSignal extends AbortSignal {
     const h = this[kNative];
     // No native twin yet: a TaskController's signal still at its initial
     // priority (setPriority makes the twin).
-    if (h === undefined) return NAMES[this[kController][kPriority]];
+    if (h === undefined) return NAMES[this[kController][kPriority] ?? 1];
     return NAMES[native.priority(h)];
   }
 
@@ -366,12 +372,12 @@ class TaskSignal extends AbortSignal {
     const ac = new AbortController();
     const aborted = list.find((s) => s.aborted);
     if (aborted !== undefined) {
-      const s = newTaskSignal(ac, (sig) => native.any([], priority, source && nativeOf(source), sig));
+      const s = newTaskSignal(ac, (sig) => native.any([], priority, source && nativeOf(source), sig, []));
       ac.abort(aborted.reason);
       return s;
     }
     const handles = list.map(nativeOf);
-    const s = newTaskSignal(ac, (sig) => native.any(handles, priority, source && nativeOf(source), sig));
+    const s = newTaskSignal(ac, (sig) => native.any(handles, priority, source && nativeOf(source), sig, list));
     s[kDependent] = true;
     return s;
   }
@@ -386,6 +392,7 @@ function callHandler(event) {
 
 const nodeAbort = AbortController.prototype.abort;
 const nodeSignal = Object.getOwnPropertyDescriptor(AbortController.prototype, 'signal').get;
+const nodeAborted = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted').get;
 
 // As Node's AbortController (which makes its signal on first use), a
 // TaskController costs its object only: the TaskSignal is made when first
@@ -393,23 +400,21 @@ const nodeSignal = Object.getOwnPropertyDescriptor(AbortController.prototype, 's
 // that is never used by postTask is as cheap as an AbortController.
 class TaskController extends AbortController {
   constructor(init = undefined) {
-    let priority = 1;
-    if (init !== undefined) {
-      const dict = toDictionary(init, 'init');
-      if (dict !== undefined && dict.priority !== undefined) priority = toPriority(dict.priority);
+    if (init === undefined) {
+      super();
+      return;
     }
+    const dict = toDictionary(init, 'init');
+    const priority = dict !== undefined && dict.priority !== undefined ? toPriority(dict.priority) : 1;
     super();
-    this[kPriority] = priority;
-    this[kSignal] = undefined;
+    if (priority !== 1) this[kPriority] = priority; // absent: user-visible
   }
 
   get signal() {
-    let s = this[kSignal];
-    if (s === undefined) {
-      s = nodeSignal.call(this);
+    const s = nodeSignal.call(this);
+    if (s[kController] === undefined) {
       Object.setPrototypeOf(s, TaskSignal.prototype);
-      Object.defineProperty(s, kController, { value: this });
-      this[kSignal] = s;
+      s[kController] = this;
     }
     return s;
   }
@@ -418,9 +423,9 @@ class TaskController extends AbortController {
   // twin: the pending tasks' abort steps, the signal's abort event (onAbort,
   // which fires the JS one), then each dependent's steps and event.
   abort(reason = new DOMException('This operation was aborted', 'AbortError')) {
-    const s = this[kSignal];
-    const h = s === undefined ? undefined : s[kNative];
-    if (h !== undefined && !s.aborted) releaseSlots(native.abort(h, reason));
+    const s = nodeSignal.call(this);
+    const h = s[kNative];
+    if (h !== undefined && !nodeAborted.call(s)) releaseSlots(native.abort(h, reason));
     nodeAbort.call(this, reason);
   }
 

@@ -88,6 +88,9 @@ typedef struct env_st {
   size_t heap_n, heap_cap;
   size_t pending;      /* tasks and continuations not yet settled */
   int32_t *aborted;    /* slots of the tasks abort() released, see js_abort */
+  int32_t *abort_buf;  /* JS's Int32Array for them (init), kept by abort_ref */
+  size_t abort_buf_len;
+  napi_ref abort_ref;
   size_t n_aborted, cap_aborted;
   /* The result promise of each pending task with an abort source, by slot
    * (pts_scheduler_post_task: its abort steps stay attached until the task
@@ -118,7 +121,8 @@ typedef struct mirror {
   env_st *st;
   pts_controller *ctl; /* NULL for a TaskSignal.any() result */
   pts_signal *sig;
-  napi_ref js;         /* weak: the JS signal */
+  napi_ref js;         /* weak: the JS signal, made once the twin has a
+                        * listener (mirror_ref); NULL before */
   bool listens;        /* an abort listener is registered (data = this) */
   bool listens_pc;     /* a prioritychange listener is registered */
 } mirror;
@@ -519,8 +523,8 @@ static void on_native_event(void *data, const pts_event *ev) {
   napi_env env = st->env;
   napi_handle_scope hs;
   napi_open_handle_scope(env, &hs);
-  napi_value sig, fn, undef, argv[2], r;
-  napi_get_reference_value(env, m->js, &sig);
+  napi_value sig = NULL, fn, undef, argv[2], r;
+  if (m->js) napi_get_reference_value(env, m->js, &sig);
   if (sig) {
     napi_get_undefined(env, &undef);
     argv[0] = sig;
@@ -549,19 +553,24 @@ static void mirror_finalize(napi_env env, void *data, void *hint) {
       pts_signal_remove_listener(m->sig, PTS_EVENT_PRIORITYCHANGE, on_native_event, m);
     if (m->ctl) pts_controller_unref(m->ctl);
     else pts_signal_unref(m->sig);
-    napi_delete_reference(env, m->js);
+    if (m->js) napi_delete_reference(env, m->js);
   }
   free(m);
   st->mirrors--;
   maybe_free_st(st);
 }
 
-static napi_value wrap_mirror(napi_env env, env_st *st, mirror *m,
-                              napi_value jssig) {
+/* The weak reference to the JS signal that native events are delivered to,
+ * made when the first listener is added: a twin that only carries tasks
+ * (a React-style controller per task) costs no reference. */
+static bool mirror_ref(napi_env env, mirror *m, napi_value jssig) {
+  return m->js || napi_create_reference(env, jssig, 0, &m->js) == napi_ok;
+}
+
+static napi_value wrap_mirror(napi_env env, env_st *st, mirror *m) {
   napi_value ext;
   m->st = st;
-  if (napi_create_reference(env, jssig, 0, &m->js) != napi_ok ||
-      napi_create_external(env, m, mirror_finalize, NULL, &ext) != napi_ok) {
+  if (napi_create_external(env, m, mirror_finalize, NULL, &ext) != napi_ok) {
     if (m->ctl) pts_controller_unref(m->ctl);
     else pts_signal_unref(m->sig);
     free(m);
@@ -571,10 +580,10 @@ static napi_value wrap_mirror(napi_env env, env_st *st, mirror *m,
   return ext;
 }
 
-/* controller(isTask, priority, jsSignal) -> handle */
+/* controller(isTask, priority) -> handle */
 static napi_value js_controller(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
-  napi_value argv[3];
+  size_t argc = 2;
+  napi_value argv[2];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   env_st *st = get_st(env);
   bool is_task = false;
@@ -588,13 +597,14 @@ static napi_value js_controller(napi_env env, napi_callback_info info) {
     return throw_code(env, rc);
   }
   m->sig = pts_controller_signal(m->ctl);
-  return wrap_mirror(env, st, m, argv[2]);
+  return wrap_mirror(env, st, m);
 }
 
-/* any(handles[], priority, prioritySourceHandle|undefined, jsSignal) */
+/* any(handles[], priority, prioritySourceHandle|undefined, jsSignal,
+ * jsSources[]) */
 static napi_value js_any(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value argv[4];
+  size_t argc = 5;
+  napi_value argv[5];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   env_st *st = get_st(env);
   uint32_t n = 0;
@@ -602,8 +612,9 @@ static napi_value js_any(napi_env env, napi_callback_info info) {
   pts_signal **sigs = malloc((n ? n : 1) * sizeof *sigs);
   if (!sigs) return throw_code(env, PTS_ENOMEM);
   for (uint32_t i = 0; i < n; i++) {
-    napi_value e;
+    napi_value e, js;
     napi_get_element(env, argv[0], i, &e);
+    napi_get_element(env, argv[4], i, &js);
     mirror *sm = get_mirror(env, e);
     if (!sm) {
       free(sigs);
@@ -614,7 +625,7 @@ static napi_value js_any(napi_env env, napi_callback_info info) {
      * dependents'. A controller's JS event is fired from its native one
      * (JS onAbort), so the library's own order holds: the source's steps
      * and event, then each dependent's. */
-    if (sm->ctl && !sm->listens &&
+    if (sm->ctl && !sm->listens && mirror_ref(env, sm, js) &&
         pts_signal_add_listener(sm->sig, PTS_EVENT_ABORT, on_native_event, sm, false) == 0)
       sm->listens = true;
   }
@@ -629,13 +640,17 @@ static napi_value js_any(napi_env env, napi_callback_info info) {
     free(m);
     return throw_code(env, rc);
   }
-  pts_signal_add_listener(m->sig, PTS_EVENT_ABORT, on_native_event, m, false);
-  m->listens = true;
-  return wrap_mirror(env, st, m, argv[3]);
+  napi_value ext = wrap_mirror(env, st, m);
+  if (ext && mirror_ref(env, m, argv[3]) &&
+      pts_signal_add_listener(m->sig, PTS_EVENT_ABORT, on_native_event, m, false) == 0)
+    m->listens = true;
+  return ext;
 }
 
-/* abort(handle, reason) -> Int32Array of the slots whose tasks this abort
- * released (their promises already rejected with reason), or undefined. Aborts nest (an
+/* abort(handle, reason) -> the slots whose tasks this abort released (their
+ * promises already rejected with reason): their count, the slots in the
+ * shared Int32Array of init, or, when they do not fit there, a new
+ * Int32Array of them; undefined if none. Aborts nest (an
  * abort listener may abort another signal): each call hands back only the
  * slots added during its own extent, outside nested calls. */
 static napi_value js_abort(napi_env env, napi_callback_info info) {
@@ -658,6 +673,13 @@ static napi_value js_abort(napi_env env, napi_callback_info info) {
   void *buf;
   napi_value ab, arr;
   st->n_aborted = start;
+  if (n <= st->abort_buf_len) {
+    /* The common case: the slots go to JS's shared Int32Array (no
+     * allocation), and the count is returned. */
+    memcpy(st->abort_buf, st->aborted + start, n * sizeof(int32_t));
+    CHECK(napi_create_uint32(env, (uint32_t)n, &arr));
+    return arr;
+  }
   CHECK(napi_create_arraybuffer(env, n * sizeof(int32_t), &buf, &ab));
   memcpy(buf, st->aborted + start, n * sizeof(int32_t));
   CHECK(napi_create_typedarray(env, napi_int32_array, n, ab, 0, &arr));
@@ -681,11 +703,11 @@ static napi_value js_set_priority(napi_env env, napi_callback_info info) {
  * onPriorityChange. Registered only once JS listens for 'prioritychange', so
  * a change nobody observes costs no JS call and no event object. */
 static napi_value js_listen(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
+  size_t argc = 2;
+  napi_value argv[2];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   mirror *m = get_mirror(env, argv[0]);
-  if (m && !m->listens_pc &&
+  if (m && !m->listens_pc && mirror_ref(env, m, argv[1]) &&
       pts_signal_add_listener(m->sig, PTS_EVENT_PRIORITYCHANGE, on_native_event, m, false) == 0)
     m->listens_pc = true;
   return NULL;
@@ -750,14 +772,24 @@ static napi_value js_set_state(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/* init(run, onPriorityChange, onAbort, resource, table, chunkBits)
- * -> {post, yield, state}, the per-task entry points (engine.cc). */
+/* init(run, onPriorityChange, onAbort, resource, table, chunkBits,
+ * abortSlots) -> {post, yield, state}, the per-task entry points
+ * (engine.cc). abortSlots: the Int32Array abort() writes released slots
+ * to. */
 static napi_value js_init(napi_env env, napi_callback_info info) {
-  size_t argc = 6;
-  napi_value argv[6];
+  size_t argc = 7;
+  napi_value argv[7];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   env_st *st = get_st(env);
   if (st->engine) return NULL;
+  napi_typedarray_type ty;
+  void *data;
+  size_t len;
+  CHECK(napi_get_typedarray_info(env, argv[6], &ty, &len, &data, NULL, NULL));
+  if (ty != napi_int32_array) return throw_code(env, PTS_EINVAL);
+  CHECK(napi_create_reference(env, argv[6], 1, &st->abort_ref));
+  st->abort_buf = data;
+  st->abort_buf_len = len;
   CHECK(napi_create_reference(env, argv[1], 1, &st->prio_fn));
   CHECK(napi_create_reference(env, argv[2], 1, &st->abort_fn));
   st->engine = pts_node_engine_new(argv[0], argv[4], argv[3], get_int(env, argv[5], 0), st);
