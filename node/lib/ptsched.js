@@ -41,13 +41,20 @@ const native = loadBinding();
 
 const NAMES = ['background', 'user-visible', 'user-blocking'];
 const PRIO = { 'background': 0, 'user-visible': 1, 'user-blocking': 2 };
-const kNative = Symbol('ptsched.native');
-const kController = Symbol('ptsched.controller');
+// Per signal (a TaskSignal or any Node AbortSignal the package has used):
+// {c: the controller that aborts it (a TaskController, or the hidden
+// AbortController of a TaskSignal.any() result), undefined for a plain Node
+// signal; h: the native twin's handle, made on first use; dep: a
+// TaskSignal.any() result}. In a WeakMap, not in properties: every Node
+// AbortSignal has a map of its own (Node 20 sets its prototype after
+// construction), so each property added to one copies its map (3-5 us
+// measured), where a WeakMap entry costs a fraction of that.
+const sigData = new WeakMap();
 const kHandler = Symbol('ptsched.onprioritychange');
 const kHandlerSet = Symbol('ptsched.onprioritychange.installed');
-const kDependent = Symbol('ptsched.dependent');
 const kToken = Symbol('ptsched.token');
 const kPriority = Symbol('ptsched.priority');
+const kSignal = Symbol('ptsched.signal');
 
 // ---- the task table ----
 // Three entries a task: the callback, the scheduling state and the promise.
@@ -192,8 +199,8 @@ function onPriorityChange(signal, previous) {
 // signal's own abort event, through Node's AbortController (a no-op if it
 // has fired already).
 function onAbort(signal, reason) {
-  const c = signal[kController];
-  if (c !== undefined) nodeAbort.call(c, reason);
+  const d = sigData.get(signal);
+  if (d !== undefined && d.c !== undefined) nodeAbort.call(d.c, reason);
   listenedDependents.delete(signal);
 }
 
@@ -249,7 +256,7 @@ function toDictionary(value, what) {
 // signal used once would be kept for good.)
 function forwardAbort(event) {
   const signal = event.target;
-  releaseSlots(native.abort(signal[kNative], signal.reason));
+  releaseSlots(native.abort(sigData.get(signal).h, signal.reason));
 }
 
 // The native handle of any AbortSignal, made on first use: a
@@ -257,24 +264,29 @@ function forwardAbort(event) {
 // TaskController.prototype.abort), any other a plain controller that a
 // listener aborts when Node fires the signal's event.
 function nativeOf(signal) {
-  let h = signal[kNative];
+  let d = sigData.get(signal);
+  if (d === undefined) {
+    d = { c: undefined, h: undefined, dep: false };
+    sigData.set(signal, d);
+  }
+  let h = d.h;
   if (h === undefined) {
-    const tc = isTaskSignal(signal) ? signal[kController] : undefined;
+    const tc = d.c;
     if (tc instanceof TaskController) {
       h = native.controller(true, tc[kPriority] ?? 1);
     } else {
       h = native.controller(false, 0);
-      if (!signal.aborted) signal.addEventListener('abort', forwardAbort, { once: true });
+      if (!nodeAborted.call(signal)) signal.addEventListener('abort', forwardAbort, { once: true });
     }
-    signal[kNative] = h;
+    d.h = h;
     if (nodeAborted.call(signal)) native.abort(h, signal.reason); // pending nothing yet
   }
   return h;
 }
 
 function isTaskSignal(s) {
-  return s !== null && typeof s === 'object' && s[kController] !== undefined &&
-         Object.prototype.hasOwnProperty.call(s, kController);
+  const d = sigData.get(s);
+  return d !== undefined && d.c !== undefined;
 }
 
 function checkTaskSignal(s) {
@@ -282,12 +294,13 @@ function checkTaskSignal(s) {
 }
 
 // A new Node AbortSignal made into a TaskSignal; the controller that can
-// abort it is kept on it (kController).
-function newTaskSignal(controller, handle) {
-  const s = controller.signal;
+// abort it is kept with its data.
+function newTaskSignal(controller, dep, handle) {
+  const s = nodeSignal.call(controller);
   Object.setPrototypeOf(s, TaskSignal.prototype);
-  s[kController] = controller;
-  s[kNative] = handle(s);
+  const d = { c: controller, h: undefined, dep };
+  sigData.set(s, d);
+  if (handle !== undefined) d.h = handle(s);
   return s;
 }
 
@@ -305,7 +318,7 @@ class TaskSignal extends AbortSignal {
       // it can still fire (until it aborts), even if JS drops it: the
       // native twin only holds it weakly. (Node's AbortSignal.any() does
       // the same for its dependent signals.)
-      if (this[kDependent] && !this.aborted && (t === 'prioritychange' || t === 'abort')) {
+      if (sigData.get(this).dep && !this.aborted && (t === 'prioritychange' || t === 'abort')) {
         listenedDependents.add(this);
       }
     }
@@ -317,12 +330,14 @@ class TaskSignal extends AbortSignal {
   // abort" steps 3-4); Node's own state follows at its event.
   get aborted() {
     if (super.aborted) return true;
-    return this[kDependent] === true && native.aborted(this[kNative]);
+    const d = sigData.get(this);
+    return d !== undefined && d.dep && native.aborted(d.h);
   }
 
   get reason() {
-    if (this[kDependent] !== true || super.aborted) return super.reason;
-    return native.aborted(this[kNative]) ? native.reason() : undefined;
+    const d = sigData.get(this);
+    if (d === undefined || !d.dep || super.aborted) return super.reason;
+    return native.aborted(d.h) ? native.reason() : undefined;
   }
 
   throwIfAborted() {
@@ -331,11 +346,11 @@ class TaskSignal extends AbortSignal {
 
   get priority() {
     checkTaskSignal(this);
-    const h = this[kNative];
+    const d = sigData.get(this);
     // No native twin yet: a TaskController's signal still at its initial
     // priority (setPriority makes the twin).
-    if (h === undefined) return NAMES[this[kController][kPriority] ?? 1];
-    return NAMES[native.priority(h)];
+    if (d.h === undefined) return NAMES[d.c[kPriority] ?? 1];
+    return NAMES[native.priority(d.h)];
   }
 
   get onprioritychange() {
@@ -372,13 +387,12 @@ class TaskSignal extends AbortSignal {
     const ac = new AbortController();
     const aborted = list.find((s) => s.aborted);
     if (aborted !== undefined) {
-      const s = newTaskSignal(ac, (sig) => native.any([], priority, source && nativeOf(source), sig, []));
+      const s = newTaskSignal(ac, false, (sig) => native.any([], priority, source && nativeOf(source), sig, []));
       ac.abort(aborted.reason);
       return s;
     }
     const handles = list.map(nativeOf);
-    const s = newTaskSignal(ac, (sig) => native.any(handles, priority, source && nativeOf(source), sig, list));
-    s[kDependent] = true;
+    const s = newTaskSignal(ac, true, (sig) => native.any(handles, priority, source && nativeOf(source), sig, list));
     return s;
   }
 }
@@ -411,20 +425,15 @@ class TaskController extends AbortController {
   }
 
   get signal() {
-    const s = nodeSignal.call(this);
-    if (s[kController] === undefined) {
-      Object.setPrototypeOf(s, TaskSignal.prototype);
-      s[kController] = this;
-    }
-    return s;
+    return this[kSignal] ?? (this[kSignal] = newTaskSignal(this, false, undefined));
   }
 
   // spec (DOM): signal abort, by the library when the signal has a native
   // twin: the pending tasks' abort steps, the signal's abort event (onAbort,
   // which fires the JS one), then each dependent's steps and event.
   abort(reason = new DOMException('This operation was aborted', 'AbortError')) {
-    const s = nodeSignal.call(this);
-    const h = s[kNative];
+    const s = this[kSignal];
+    const h = s === undefined ? undefined : sigData.get(s).h;
     if (h !== undefined && !nodeAborted.call(s)) releaseSlots(native.abort(h, reason));
     nodeAbort.call(this, reason);
   }

@@ -11,10 +11,11 @@
 //    which the scavenger visits while it lives. Here a task's promise is a
 //    plain V8 promise kept in the JS task table (the slot's third entry) and
 //    settled through v8::Promise::Resolver, which is the promise itself.
-// 3. The per-task run path (pts_node_engine_run): the callback scope, the
-//    call and (for a callback that returned undefined) the fulfilment,
-//    inside one handle scope per check-phase run, instead of a dozen
-//    Node-API calls each checking and recording status.
+// 3. The per-task run path (pts_node_engine_run): the callback scope and
+//    the call, then (after the scope's checkpoint, unless an abort rejected
+//    the task meanwhile) the settlement in a second scope, inside one handle
+//    scope per check-phase run, instead of a dozen Node-API calls each
+//    checking and recording status.
 // 4. The calls JS makes once per task (post and yield without options, and
 //    reading the current state): plain V8 functions, without Node-API's
 //    per-call wrapper, status bookkeeping and argument copies.
