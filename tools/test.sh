@@ -109,6 +109,14 @@ if [ "${PTS_NODE:-1}" != 0 ]; then
     fi
   fi
   rm -f "$tap"
+  # The npm package (tools/check_npm.sh): pack, install offline without
+  # Bazel, require/import, the package's tests there; PASS/FAIL lines count.
+  npm_out=$(bash tools/check_npm.sh 2>&1); npm_rc=$?
+  printf '%s\n' "$npm_out" >&2
+  passed=$((passed + $(printf '%s\n' "$npm_out" | grep -c '^PASS ')))
+  npm_fail=$(printf '%s\n' "$npm_out" | grep -c '^FAIL ')
+  [ "$npm_rc" -ne 0 ] && [ "$npm_fail" -eq 0 ] && npm_fail=1
+  failed=$((failed + npm_fail))
 fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

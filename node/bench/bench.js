@@ -92,6 +92,67 @@ const CASES = {
     await Promise.all(ps);
     return { value: ns / 1000, unit: 'us/abort', cpu: cpu / 1000, per_task_ns: ns / P };
   },
+  // new TaskController() against Node's own new AbortController() in the
+  // same child (value: ns per TaskController; ac: ns per AbortController),
+  // alternating batches of 10,000, median of 41 batches each; the objects
+  // are kept in a ring so they are not optimised away.
+  async controller(s, api) {
+    const B = 10000;
+    const ring = new Array(1024);
+    const TC = api.TaskController;
+    const batch = (C) => {
+      const t0 = process.hrtime.bigint();
+      for (let i = 0; i < B; i++) ring[i & 1023] = new C();
+      return Number(process.hrtime.bigint() - t0) / B;
+    };
+    for (let w = 0; w < 20; w++) { batch(TC); batch(AbortController); }
+    const tc = [];
+    const ac = [];
+    for (let b = 0; b < 41; b++) { tc.push(batch(TC)); ac.push(batch(AbortController)); }
+    return { value: median(tc), unit: 'ns/new', ac: median(ac) };
+  },
+  // abort() of a pending task: N controllers with one pending task each
+  // (its promise has a catch), then each aborted; ns per abort() call.
+  async abort1(s, api) {
+    const N = 20000;
+    const f = () => {};
+    const skip = () => 1;
+    const tcs = new Array(N);
+    const ps = new Array(N);
+    for (let i = 0; i < N; i++) {
+      tcs[i] = new api.TaskController();
+      ps[i] = s.postTask(f, { signal: tcs[i].signal }).catch(skip);
+    }
+    const t0 = process.hrtime.bigint();
+    const c0 = process.cpuUsage();
+    for (let i = 0; i < N; i++) tcs[i].abort();
+    const ns = Number(process.hrtime.bigint() - t0);
+    const cpu = cpuNs(c0);
+    await Promise.all(ps);
+    return { value: ns / N, unit: 'ns/abort', cpu: cpu / N };
+  },
+  // React's scheduler (SchedulerPostTask) shape: a TaskController per task
+  // at the task's priority, postTask with its signal and a catch for the
+  // AbortError, one task in ten cancelled (controller.abort()) right after
+  // it was posted; then await them all. ns per task.
+  async react(s, api) {
+    const N = 50000;
+    const prios = ['user-blocking', 'user-visible', 'background'];
+    const handleAbortError = () => {};
+    let ran = 0;
+    const work = () => { ran++; };
+    const t0 = process.hrtime.bigint();
+    const c0 = process.cpuUsage();
+    const ps = new Array(N);
+    for (let i = 0; i < N; i++) {
+      const controller = new api.TaskController({ priority: prios[i % 3] });
+      ps[i] = s.postTask(work, { signal: controller.signal }).catch(handleAbortError);
+      if (i % 10 === 9) controller.abort();
+    }
+    await Promise.all(ps);
+    if (ran !== N - N / 10) throw new Error(`ran ${ran}`);
+    return { value: Number(process.hrtime.bigint() - t0) / N, unit: 'ns/task', cpu: cpuNs(c0) / N };
+  },
   // Bytes per pending task: heap + external + native (RSS) growth over N
   // posted, not yet run tasks (one shared callback; promises kept).
   async bytes(s) {
@@ -197,11 +258,15 @@ function main() {
     const mb = median(b);
     const unit = (results[name].ptsched[0] || results[name].polyfill[0] || {}).unit;
     const extra = {};
-    for (const k of ['cpu', 'heap', 'external', 'per_task_ns']) {
+    for (const k of ['cpu', 'heap', 'external', 'per_task_ns', 'ac']) {
       if (results[name].ptsched[0] && k in results[name].ptsched[0]) {
         extra[k] = [median(results[name].ptsched.map((x) => x[k])),
                     median(results[name].polyfill.map((x) => x[k]))];
       }
+    }
+    if (name === 'controller') {
+      // The target is against Node's AbortController, in the binding's child.
+      extra.tc_over_ac = [ma / median(results[name].ptsched.map((x) => x.ac)), 1];
     }
     rows.push({ case: name, unit, ptsched: ma, polyfill: mb, ratio: ma / mb, runs: a.length, extra });
   }

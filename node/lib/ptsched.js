@@ -17,9 +17,12 @@
 const path = require('node:path');
 const fs = require('node:fs');
 
+// The addon: PTSCHED_NODE_ADDON, else node-gyp's build (an installed
+// package: build/Release), else the repository's Bazel build (node/build.sh).
 function loadBinding() {
   const candidates = [
     process.env.PTSCHED_NODE_ADDON,
+    path.join(__dirname, '..', 'build', 'Release', 'ptsched.node'),
     path.join(__dirname, '..', 'build', 'ptsched.node'),
   ];
   for (const file of candidates) {
@@ -29,20 +32,29 @@ function loadBinding() {
       return mod.exports;
     }
   }
-  throw new Error('ptsched: the addon is not built; run `npm run build` in ' +
-                  'node/ (it runs `bazel build //node:ptsched.node`)');
+  throw new Error('ptsched: the addon is not built; run `npm rebuild ptsched` ' +
+                  '(node-gyp, needs a C compiler and python3), or in the ptsched ' +
+                  'repository `bash node/build.sh` (Bazel)');
 }
 
 const native = loadBinding();
 
 const NAMES = ['background', 'user-visible', 'user-blocking'];
 const PRIO = { 'background': 0, 'user-visible': 1, 'user-blocking': 2 };
-const kNative = Symbol('ptsched.native');
-const kController = Symbol('ptsched.controller');
+// Per signal (a TaskSignal or any Node AbortSignal the package has used):
+// {c: the controller that aborts it (a TaskController, or the hidden
+// AbortController of a TaskSignal.any() result), undefined for a plain Node
+// signal; h: the native twin's handle, made on first use; dep: a
+// TaskSignal.any() result}. In a WeakMap, not in properties: every Node
+// AbortSignal has a map of its own (Node 20 sets its prototype after
+// construction), so each property added to one copies its map (3-5 us
+// measured), where a WeakMap entry costs a fraction of that.
+const sigData = new WeakMap();
 const kHandler = Symbol('ptsched.onprioritychange');
 const kHandlerSet = Symbol('ptsched.onprioritychange.installed');
-const kDependent = Symbol('ptsched.dependent');
 const kToken = Symbol('ptsched.token');
+const kPriority = Symbol('ptsched.priority');
+const kSignal = Symbol('ptsched.signal');
 
 // ---- the task table ----
 // Three entries a task: the callback, the scheduling state and the promise.
@@ -92,34 +104,31 @@ function releaseSlot(i) {
 }
 
 // Called by the addon inside a Node callback scope for each task, with the
-// task's scheduling state already current. A callback that returns
-// undefined hands its promise back for the addon
-// to fulfil with undefined; any other outcome is settled here. Either way
-// the promise is settled before the scope's microtask checkpoint.
+// task's scheduling state already current: frees the slot and returns what
+// the callback returns (or throws what it throws). The addon has taken the
+// promise from the slot and settles it after the scope's checkpoint
+// (engine.cc), unless an abort rejected it meanwhile.
 function run(i) {
   const c = table[i >> CHUNK_BITS];
   const o = (i & CHUNK_MASK) * 3;
   const cb = c[o];
-  const p = c[o + 2];
   c[o] = freeHead;
   c[o + 1] = undefined;
   c[o + 2] = undefined;
   freeHead = i;
-  let r;
-  try {
-    r = cb();
-  } catch (e) {
-    native.settle(p, e, true);
-    return undefined;
-  }
-  if (r === undefined) return p;
-  native.settle(p, r, false);
-  return undefined;
+  return cb();
 }
 
-function releaseSlots(slots) {
-  if (slots === undefined) return;
-  for (let k = 0; k < slots.length; k++) releaseSlot(slots[k]);
+// What native.abort() returns: undefined, a count of slots in abortSlots,
+// or (too many for it) an Int32Array of them.
+const abortSlots = new Int32Array(256);
+function releaseSlots(r) {
+  if (r === undefined) return;
+  if (typeof r === 'number') {
+    for (let k = 0; k < r; k++) releaseSlot(abortSlots[k]);
+  } else {
+    for (let k = 0; k < r.length; k++) releaseSlot(r[k]);
+  }
 }
 
 // A task's or continuation's promise: made here, settled by the addon
@@ -185,8 +194,13 @@ function onPriorityChange(signal, previous) {
   }));
 }
 
-function onDependentAbort(signal, reason) {
-  signal[kController].abort(reason);
+// A native signal's abort event (the library's "signal abort", which runs
+// the source's abort steps and event before each dependent's): fires the JS
+// signal's own abort event, through Node's AbortController (a no-op if it
+// has fired already).
+function onAbort(signal, reason) {
+  const d = sigData.get(signal);
+  if (d !== undefined && d.c !== undefined) nodeAbort.call(d.c, reason);
   listenedDependents.delete(signal);
 }
 
@@ -194,8 +208,8 @@ function onDependentAbort(signal, reason) {
 // TaskSignal.prototype.addEventListener).
 const listenedDependents = new Set();
 
-const fast = native.init(run, onPriorityChange, onDependentAbort, { __proto__: null }, table,
-                         CHUNK_BITS);
+const fast = native.init(run, onPriorityChange, onAbort, { __proto__: null }, table,
+                         CHUNK_BITS, abortSlots);
 const fastPost = fast.post;
 const fastYield = fast.yield;
 // The current scheduling state: {a: abort source or null, p: priority source
@@ -232,27 +246,47 @@ function toDictionary(value, what) {
 
 // ---- signals ----
 
-// The 'abort' listener that hands a Node abort to the native signal (spec:
-// the signal's abort algorithms, which reject the pending tasks).
+// The 'abort' listener that hands a Node signal's abort to its native twin
+// (spec: the signal's abort algorithms, which reject the pending tasks, then
+// its dependents'). Node fires the signal's event itself, so the dependents
+// (TaskSignal.any() results) fire from this listener, before the signal's
+// listeners registered after it (docs/node.md, Limits). (Listening on a Node
+// AbortSignal.any() dependent instead would order them as DOM does, but Node
+// keeps such a dependent with listeners alive until it aborts: every plain
+// signal used once would be kept for good.)
 function forwardAbort(event) {
   const signal = event.target;
-  releaseSlots(native.abort(signal[kNative], signal.reason));
+  releaseSlots(native.abort(sigData.get(signal).h, signal.reason));
 }
 
-// The native handle of any AbortSignal, made on first use.
+// The native handle of any AbortSignal, made on first use: a
+// TaskController's signal gets a task controller (aborted through
+// TaskController.prototype.abort), any other a plain controller that a
+// listener aborts when Node fires the signal's event.
 function nativeOf(signal) {
-  let h = signal[kNative];
+  let d = sigData.get(signal);
+  if (d === undefined) {
+    d = { c: undefined, h: undefined, dep: false };
+    sigData.set(signal, d);
+  }
+  let h = d.h;
   if (h === undefined) {
-    h = native.controller(false, 0, signal);
-    Object.defineProperty(signal, kNative, { value: h });
-    if (!signal.aborted) signal.addEventListener('abort', forwardAbort, { once: true });
+    const tc = d.c;
+    if (tc instanceof TaskController) {
+      h = native.controller(true, tc[kPriority] ?? 1);
+    } else {
+      h = native.controller(false, 0);
+      if (!nodeAborted.call(signal)) signal.addEventListener('abort', forwardAbort, { once: true });
+    }
+    d.h = h;
+    if (nodeAborted.call(signal)) native.abort(h, signal.reason); // pending nothing yet
   }
   return h;
 }
 
 function isTaskSignal(s) {
-  return s !== null && typeof s === 'object' && s[kController] !== undefined &&
-         Object.prototype.hasOwnProperty.call(s, kController);
+  const d = sigData.get(s);
+  return d !== undefined && d.c !== undefined;
 }
 
 function checkTaskSignal(s) {
@@ -260,12 +294,13 @@ function checkTaskSignal(s) {
 }
 
 // A new Node AbortSignal made into a TaskSignal; the controller that can
-// abort it is kept on it (kController).
-function newTaskSignal(controller, handle) {
-  const s = controller.signal;
+// abort it is kept with its data.
+function newTaskSignal(controller, dep, handle) {
+  const s = nodeSignal.call(controller);
   Object.setPrototypeOf(s, TaskSignal.prototype);
-  Object.defineProperty(s, kController, { value: controller });
-  Object.defineProperty(s, kNative, { value: handle(s) });
+  const d = { c: controller, h: undefined, dep };
+  sigData.set(s, d);
+  if (handle !== undefined) d.h = handle(s);
   return s;
 }
 
@@ -278,21 +313,44 @@ class TaskSignal extends AbortSignal {
   addEventListener(type, listener, options) {
     if (isTaskSignal(this)) {
       const t = `${type}`;
-      if (t === 'prioritychange') native.listen(this[kNative]);
+      if (t === 'prioritychange') native.listen(nativeOf(this), this);
       // A TaskSignal.any() result that someone listens to stays alive while
       // it can still fire (until it aborts), even if JS drops it: the
       // native twin only holds it weakly. (Node's AbortSignal.any() does
       // the same for its dependent signals.)
-      if (this[kDependent] && !this.aborted && (t === 'prioritychange' || t === 'abort')) {
+      if (sigData.get(this).dep && !this.aborted && (t === 'prioritychange' || t === 'abort')) {
         listenedDependents.add(this);
       }
     }
     return super.addEventListener(type, listener, options);
   }
 
+  // A TaskSignal.any() result is aborted (with its reason) as soon as the
+  // library marks it, before its source's abort event fires (DOM "signal
+  // abort" steps 3-4); Node's own state follows at its event.
+  get aborted() {
+    if (super.aborted) return true;
+    const d = sigData.get(this);
+    return d !== undefined && d.dep && native.aborted(d.h);
+  }
+
+  get reason() {
+    const d = sigData.get(this);
+    if (d === undefined || !d.dep || super.aborted) return super.reason;
+    return native.aborted(d.h) ? native.reason() : undefined;
+  }
+
+  throwIfAborted() {
+    if (this.aborted) throw this.reason;
+  }
+
   get priority() {
     checkTaskSignal(this);
-    return NAMES[native.priority(this[kNative])];
+    const d = sigData.get(this);
+    // No native twin yet: a TaskController's signal still at its initial
+    // priority (setPriority makes the twin).
+    if (d.h === undefined) return NAMES[d.c[kPriority] ?? 1];
+    return NAMES[native.priority(d.h)];
   }
 
   get onprioritychange() {
@@ -329,13 +387,12 @@ class TaskSignal extends AbortSignal {
     const ac = new AbortController();
     const aborted = list.find((s) => s.aborted);
     if (aborted !== undefined) {
-      const s = newTaskSignal(ac, (sig) => native.any([], priority, source && nativeOf(source), sig));
+      const s = newTaskSignal(ac, false, (sig) => native.any([], priority, source && nativeOf(source), sig, []));
       ac.abort(aborted.reason);
       return s;
     }
     const handles = list.map(nativeOf);
-    const s = newTaskSignal(ac, (sig) => native.any(handles, priority, source && nativeOf(source), sig));
-    s[kDependent] = true;
+    const s = newTaskSignal(ac, true, (sig) => native.any(handles, priority, source && nativeOf(source), sig, list));
     return s;
   }
 }
@@ -347,20 +404,44 @@ function callHandler(event) {
   }
 }
 
+const nodeAbort = AbortController.prototype.abort;
+const nodeSignal = Object.getOwnPropertyDescriptor(AbortController.prototype, 'signal').get;
+const nodeAborted = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted').get;
+
+// As Node's AbortController (which makes its signal on first use), a
+// TaskController costs its object only: the TaskSignal is made when first
+// read, and its native twin when first used (nativeOf), so a controller
+// that is never used by postTask is as cheap as an AbortController.
 class TaskController extends AbortController {
   constructor(init = undefined) {
+    if (init === undefined) {
+      super();
+      return;
+    }
     const dict = toDictionary(init, 'init');
-    const priority = dict !== undefined && dict.priority !== undefined
-      ? toPriority(dict.priority) : 1;
+    const priority = dict !== undefined && dict.priority !== undefined ? toPriority(dict.priority) : 1;
     super();
-    const s = newTaskSignal(this, (sig) => native.controller(true, priority, sig));
-    s.addEventListener('abort', forwardAbort, { once: true });
+    if (priority !== 1) this[kPriority] = priority; // absent: user-visible
+  }
+
+  get signal() {
+    return this[kSignal] ?? (this[kSignal] = newTaskSignal(this, false, undefined));
+  }
+
+  // spec (DOM): signal abort, by the library when the signal has a native
+  // twin: the pending tasks' abort steps, the signal's abort event (onAbort,
+  // which fires the JS one), then each dependent's steps and event.
+  abort(reason = new DOMException('This operation was aborted', 'AbortError')) {
+    const s = this[kSignal];
+    const h = s === undefined ? undefined : sigData.get(s).h;
+    if (h !== undefined && !nodeAborted.call(s)) releaseSlots(native.abort(h, reason));
+    nodeAbort.call(this, reason);
   }
 
   setPriority(priority) {
     const p = toPriority(priority);
     const s = this.signal;
-    if (native.setPriority(s[kNative], p) < 0) {
+    if (native.setPriority(nativeOf(s), p) < 0) {
       throw new DOMException('a priority change of this signal is being dispatched',
                              'NotAllowedError');
     }

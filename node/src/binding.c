@@ -30,8 +30,8 @@
  * PTS_EABORT synchronously, and those reject with st->reason (the JS reason).
  */
 #define NAPI_VERSION 8
-#include <node/node_api.h>
-#include <node/uv.h>
+#include <node_api.h>
+#include <uv.h>
 
 #include <stdio.h>
 #include <stdbool.h>
@@ -70,7 +70,7 @@ typedef struct env_st {
   uv_timer_t timer;
   pts_node_engine *engine; /* run(slot), the task table, the async resource */
   napi_ref prio_fn;    /* JS: onPriorityChange(signal, previous) */
-  napi_ref abort_fn;   /* JS: onDependentAbort(signal, reason) */
+  napi_ref abort_fn;   /* JS: onAbort(signal, reason) */
   napi_value reason;   /* the abort reason while abort() runs, else NULL */
   uint64_t budget_end;
   bool budget_hit;
@@ -88,7 +88,16 @@ typedef struct env_st {
   size_t heap_n, heap_cap;
   size_t pending;      /* tasks and continuations not yet settled */
   int32_t *aborted;    /* slots of the tasks abort() released, see js_abort */
+  int32_t *abort_buf;  /* JS's Int32Array for them (init), kept by abort_ref */
+  size_t abort_buf_len;
+  napi_ref abort_ref;
   size_t n_aborted, cap_aborted;
+  /* The result promise of each pending task with an abort source, by slot
+   * (pts_scheduler_post_task: its abort steps stay attached until the task
+   * completes), NULL elsewhere; and the running task's. */
+  pts_promise **cps;
+  size_t cap_cps;
+  pts_promise *run_cp;
 } env_st;
 
 /* A postTask task is a slot number of the JS task table (lib/ptsched.js:
@@ -112,7 +121,8 @@ typedef struct mirror {
   env_st *st;
   pts_controller *ctl; /* NULL for a TaskSignal.any() result */
   pts_signal *sig;
-  napi_ref js;         /* weak: the JS signal */
+  napi_ref js;         /* weak: the JS signal, made once the twin has a
+                        * listener (mirror_ref); NULL before */
   bool listens;        /* an abort listener is registered (data = this) */
   bool listens_pc;     /* a prioritychange listener is registered */
 } mirror;
@@ -135,6 +145,7 @@ static napi_value throw_code(napi_env env, int code) {
 static void maybe_free_st(env_st *st) {
   if (st->closing && st->open_handles == 0 && st->mirrors == 0) {
     free(st->aborted);
+    free(st->cps);
     free(st->heap);
     free(st);
   }
@@ -218,9 +229,23 @@ static void on_timer(uv_timer_t *h) {
 
 /* ---- running tasks ---- */
 
+/* The env_st whose pts_loop is calling back on this thread: set by each
+ * call into ptsched that can call task_fn (the loop's run, abort, teardown),
+ * and restored after, since the addon may be loaded more than once into one
+ * environment (each load has its own env_st and loop). */
+static _Thread_local env_st *cur_st;
+
+static env_st *enter_st(env_st *st) {
+  env_st *saved = cur_st;
+  cur_st = st;
+  return saved;
+}
+
 static void run_loop(void *arg) {
   env_st *st = arg;
+  env_st *saved = enter_st(st);
   pts_loop_run(st->loop, PTS_RUN_UNTIL_IDLE);
+  cur_st = saved;
 }
 
 static void on_check(uv_check_t *h) {
@@ -262,12 +287,20 @@ static void after_task(env_st *st) {
   }
 }
 
+/* spec: the task handle's abort steps, for the running task. The library
+ * rejects its result promise (run_cp) where its abort steps come in the
+ * signal's abort: before the later ones' steps and the signal's event. JS
+ * learns of it at the next of those (each calls this first) or when the
+ * abort returns, so its JS promise is rejected in the library's order. */
+static void sync_running(env_st *st) {
+  if (st->run_cp && pts_promise_get_state(st->run_cp) == PTS_PROMISE_REJECTED)
+    pts_node_engine_reject_running(st->engine, st->reason);
+}
+
 /* The task function of both forms. status 0: run the task (engine.cc: its
  * state, run(slot) and its promise, in a callback scope); PTS_EABORT: the
  * slot is handed back by the abort() that is running; PTS_ECANCELED: the
  * loop is going away. */
-static _Thread_local env_st *cur_st; /* this thread's env (one per thread) */
-
 static void task_fn(void *data, int status) {
   env_st *st = cur_st;
   st->pending--;
@@ -276,6 +309,7 @@ static void task_fn(void *data, int status) {
     if (st->delayed == 0) arm_timer(st);
   }
   if (st->closing || status == PTS_ECANCELED) return;
+  if (status != 0) sync_running(st);
   int32_t slot = DATA_SLOT(data);
   if (DATA_YIELD(data)) {
     /* A yield continuation: settle its promise (rejected inside js_abort,
@@ -311,6 +345,24 @@ static void task_fn(void *data, int status) {
     return;
   }
   after_task(st);
+}
+
+/* The callback of a task with an abort source (pts_scheduler_post_task):
+ * while it runs, its result promise is run_cp, which the library rejects if
+ * the signal aborts before the task completes (js_abort then rejects the JS
+ * promise). Its own result is not used: the JS promise is settled by the
+ * engine, from the callback's outcome, unless that abort came first. */
+static pts_value task_cb(void *data, int status) {
+  env_st *st = cur_st;
+  int32_t slot = DATA_SLOT(data);
+  pts_promise *cp = st->cps[slot];
+  st->cps[slot] = NULL;
+  pts_promise *saved = st->run_cp;
+  if (status == 0) st->run_cp = cp;
+  task_fn(data, status);
+  st->run_cp = saved;
+  pts_promise_unref(cp);
+  return pts_undefined();
 }
 
 /* ---- argument helpers ---- */
@@ -353,7 +405,31 @@ static bool queue_slot(napi_env env, env_st *st, int32_t slot, queue_fn queue,
 }
 
 static int queue_post(env_st *st, void *data, const void *opts) {
-  return pts_scheduler_post(st->sched, task_fn, data, opts);
+  const pts_post_options *o = opts;
+  if (!o->signal) return pts_scheduler_post(st->sched, task_fn, data, opts);
+  /* With an abort source: the promise form, whose result stays abortable
+   * until the task completes (task_cb). */
+  size_t slot = (size_t)DATA_SLOT(data);
+  if (slot >= st->cap_cps) {
+    size_t cap = st->cap_cps ? st->cap_cps : 64;
+    while (cap <= slot) cap *= 2;
+    pts_promise **a = realloc(st->cps, cap * sizeof *a);
+    if (!a) return PTS_ENOMEM;
+    memset(a + st->cap_cps, 0, (cap - st->cap_cps) * sizeof *a);
+    st->cps = a;
+    st->cap_cps = cap;
+  }
+  /* A signal the library has aborted while JS has not yet seen it (a
+   * dependent, from a listener of its source): the library calls task_cb
+   * with PTS_EABORT during the call and returns the rejected promise. */
+  pts_promise *cp = NULL;
+  st->cps[slot] = NULL;
+  env_st *saved = enter_st(st);
+  int rc = pts_scheduler_post_task(st->sched, task_cb, data, opts, &cp);
+  cur_st = saved;
+  if (rc == 0 && pts_promise_get_state(cp) == PTS_PROMISE_PENDING) st->cps[slot] = cp;
+  else pts_promise_unref(cp);
+  return rc;
 }
 
 static int queue_yield(env_st *st, void *data, const void *opts) {
@@ -443,11 +519,12 @@ static void on_native_event(void *data, const pts_event *ev) {
   mirror *m = data;
   env_st *st = m->st;
   if (st->closing) return;
+  if (ev->type == PTS_EVENT_ABORT) sync_running(st);
   napi_env env = st->env;
   napi_handle_scope hs;
   napi_open_handle_scope(env, &hs);
-  napi_value sig, fn, undef, argv[2], r;
-  napi_get_reference_value(env, m->js, &sig);
+  napi_value sig = NULL, fn, undef, argv[2], r;
+  if (m->js) napi_get_reference_value(env, m->js, &sig);
   if (sig) {
     napi_get_undefined(env, &undef);
     argv[0] = sig;
@@ -476,19 +553,24 @@ static void mirror_finalize(napi_env env, void *data, void *hint) {
       pts_signal_remove_listener(m->sig, PTS_EVENT_PRIORITYCHANGE, on_native_event, m);
     if (m->ctl) pts_controller_unref(m->ctl);
     else pts_signal_unref(m->sig);
-    napi_delete_reference(env, m->js);
+    if (m->js) napi_delete_reference(env, m->js);
   }
   free(m);
   st->mirrors--;
   maybe_free_st(st);
 }
 
-static napi_value wrap_mirror(napi_env env, env_st *st, mirror *m,
-                              napi_value jssig) {
+/* The weak reference to the JS signal that native events are delivered to,
+ * made when the first listener is added: a twin that only carries tasks
+ * (a React-style controller per task) costs no reference. */
+static bool mirror_ref(napi_env env, mirror *m, napi_value jssig) {
+  return m->js || napi_create_reference(env, jssig, 0, &m->js) == napi_ok;
+}
+
+static napi_value wrap_mirror(napi_env env, env_st *st, mirror *m) {
   napi_value ext;
   m->st = st;
-  if (napi_create_reference(env, jssig, 0, &m->js) != napi_ok ||
-      napi_create_external(env, m, mirror_finalize, NULL, &ext) != napi_ok) {
+  if (napi_create_external(env, m, mirror_finalize, NULL, &ext) != napi_ok) {
     if (m->ctl) pts_controller_unref(m->ctl);
     else pts_signal_unref(m->sig);
     free(m);
@@ -498,10 +580,10 @@ static napi_value wrap_mirror(napi_env env, env_st *st, mirror *m,
   return ext;
 }
 
-/* controller(isTask, priority, jsSignal) -> handle */
+/* controller(isTask, priority) -> handle */
 static napi_value js_controller(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
-  napi_value argv[3];
+  size_t argc = 2;
+  napi_value argv[2];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   env_st *st = get_st(env);
   bool is_task = false;
@@ -515,13 +597,14 @@ static napi_value js_controller(napi_env env, napi_callback_info info) {
     return throw_code(env, rc);
   }
   m->sig = pts_controller_signal(m->ctl);
-  return wrap_mirror(env, st, m, argv[2]);
+  return wrap_mirror(env, st, m);
 }
 
-/* any(handles[], priority, prioritySourceHandle|undefined, jsSignal) */
+/* any(handles[], priority, prioritySourceHandle|undefined, jsSignal,
+ * jsSources[]) */
 static napi_value js_any(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value argv[4];
+  size_t argc = 5;
+  napi_value argv[5];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   env_st *st = get_st(env);
   uint32_t n = 0;
@@ -529,14 +612,22 @@ static napi_value js_any(napi_env env, napi_callback_info info) {
   pts_signal **sigs = malloc((n ? n : 1) * sizeof *sigs);
   if (!sigs) return throw_code(env, PTS_ENOMEM);
   for (uint32_t i = 0; i < n; i++) {
-    napi_value e;
+    napi_value e, js;
     napi_get_element(env, argv[0], i, &e);
+    napi_get_element(env, argv[4], i, &js);
     mirror *sm = get_mirror(env, e);
     if (!sm) {
       free(sigs);
       return throw_code(env, PTS_EINVAL);
     }
     sigs[i] = sm->sig;
+    /* spec (DOM): signal abort fires the source's abort event before its
+     * dependents'. A controller's JS event is fired from its native one
+     * (JS onAbort), so the library's own order holds: the source's steps
+     * and event, then each dependent's. */
+    if (sm->ctl && !sm->listens && mirror_ref(env, sm, js) &&
+        pts_signal_add_listener(sm->sig, PTS_EVENT_ABORT, on_native_event, sm, false) == 0)
+      sm->listens = true;
   }
   pts_task_signal_any_init init = PTS_TASK_SIGNAL_ANY_INIT;
   init.priority = get_int(env, argv[1], PTS_PRIORITY_USER_VISIBLE);
@@ -549,13 +640,17 @@ static napi_value js_any(napi_env env, napi_callback_info info) {
     free(m);
     return throw_code(env, rc);
   }
-  pts_signal_add_listener(m->sig, PTS_EVENT_ABORT, on_native_event, m, false);
-  m->listens = true;
-  return wrap_mirror(env, st, m, argv[3]);
+  napi_value ext = wrap_mirror(env, st, m);
+  if (ext && mirror_ref(env, m, argv[3]) &&
+      pts_signal_add_listener(m->sig, PTS_EVENT_ABORT, on_native_event, m, false) == 0)
+    m->listens = true;
+  return ext;
 }
 
-/* abort(handle, reason) -> Int32Array of the slots whose tasks this abort
- * released (their promises already rejected with reason), or undefined. Aborts nest (an
+/* abort(handle, reason) -> the slots whose tasks this abort released (their
+ * promises already rejected with reason): their count, the slots in the
+ * shared Int32Array of init, or, when they do not fit there, a new
+ * Int32Array of them; undefined if none. Aborts nest (an
  * abort listener may abort another signal): each call hands back only the
  * slots added during its own extent, outside nested calls. */
 static napi_value js_abort(napi_env env, napi_callback_info info) {
@@ -568,13 +663,23 @@ static napi_value js_abort(napi_env env, napi_callback_info info) {
   napi_value saved = st->reason;
   size_t start = st->n_aborted;
   st->reason = argv[1];
+  env_st *saved_st = enter_st(st);
   pts_controller_abort(m->ctl, NULL);
+  cur_st = saved_st;
+  sync_running(st);
   st->reason = saved;
   size_t n = st->n_aborted - start;
   if (n == 0) return NULL;
   void *buf;
   napi_value ab, arr;
   st->n_aborted = start;
+  if (n <= st->abort_buf_len) {
+    /* The common case: the slots go to JS's shared Int32Array (no
+     * allocation), and the count is returned. */
+    memcpy(st->abort_buf, st->aborted + start, n * sizeof(int32_t));
+    CHECK(napi_create_uint32(env, (uint32_t)n, &arr));
+    return arr;
+  }
   CHECK(napi_create_arraybuffer(env, n * sizeof(int32_t), &buf, &ab));
   memcpy(buf, st->aborted + start, n * sizeof(int32_t));
   CHECK(napi_create_typedarray(env, napi_int32_array, n, ab, 0, &arr));
@@ -598,14 +703,33 @@ static napi_value js_set_priority(napi_env env, napi_callback_info info) {
  * onPriorityChange. Registered only once JS listens for 'prioritychange', so
  * a change nobody observes costs no JS call and no event object. */
 static napi_value js_listen(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
+  size_t argc = 2;
+  napi_value argv[2];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   mirror *m = get_mirror(env, argv[0]);
-  if (m && !m->listens_pc &&
+  if (m && !m->listens_pc && mirror_ref(env, m, argv[1]) &&
       pts_signal_add_listener(m->sig, PTS_EVENT_PRIORITYCHANGE, on_native_event, m, false) == 0)
     m->listens_pc = true;
   return NULL;
+}
+
+/* aborted(handle) -> whether the native signal is aborted: a dependent is
+ * marked before any abort event fires (DOM "signal abort" steps 3-4), while
+ * its JS twin learns it only at its own event. reason() -> the reason of
+ * the abort that is running (the one a marked dependent has), or undefined. */
+static napi_value js_aborted(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], r;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  mirror *m = get_mirror(env, argv[0]);
+  CHECK(napi_get_boolean(env, m && pts_signal_aborted(m->sig), &r));
+  return r;
+}
+
+static napi_value js_reason(napi_env env, napi_callback_info info) {
+  (void)info;
+  env_st *st = get_st(env);
+  return st->reason;
 }
 
 static napi_value js_priority(napi_env env, napi_callback_info info) {
@@ -631,19 +755,6 @@ static napi_value js_stats(napi_env env, napi_callback_info info) {
   return arr;
 }
 
-/* settle(promise, value, rejected): settles a task's promise from run()
- * (a callback that returned a value or threw). */
-static napi_value js_settle(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
-  napi_value argv[3];
-  bool rejected = false;
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc < 3) return throw_code(env, PTS_EINVAL);
-  napi_get_value_bool(env, argv[2], &rejected);
-  pts_node_promise_settle(argv[0], argv[1], rejected);
-  return NULL;
-}
-
 /* state(): the current scheduling state (V8's continuation-preserved
  * embedder data), or undefined. */
 static napi_value js_state(napi_env env, napi_callback_info info) {
@@ -661,14 +772,24 @@ static napi_value js_set_state(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/* init(run, onPriorityChange, onDependentAbort, resource, table, chunkBits)
- * -> {post, yield, state}, the per-task entry points (engine.cc). */
+/* init(run, onPriorityChange, onAbort, resource, table, chunkBits,
+ * abortSlots) -> {post, yield, state}, the per-task entry points
+ * (engine.cc). abortSlots: the Int32Array abort() writes released slots
+ * to. */
 static napi_value js_init(napi_env env, napi_callback_info info) {
-  size_t argc = 6;
-  napi_value argv[6];
+  size_t argc = 7;
+  napi_value argv[7];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   env_st *st = get_st(env);
   if (st->engine) return NULL;
+  napi_typedarray_type ty;
+  void *data;
+  size_t len;
+  CHECK(napi_get_typedarray_info(env, argv[6], &ty, &len, &data, NULL, NULL));
+  if (ty != napi_int32_array) return throw_code(env, PTS_EINVAL);
+  CHECK(napi_create_reference(env, argv[6], 1, &st->abort_ref));
+  st->abort_buf = data;
+  st->abort_buf_len = len;
   CHECK(napi_create_reference(env, argv[1], 1, &st->prio_fn));
   CHECK(napi_create_reference(env, argv[2], 1, &st->abort_fn));
   st->engine = pts_node_engine_new(argv[0], argv[4], argv[3], get_int(env, argv[5], 0), st);
@@ -695,7 +816,9 @@ static void cleanup(napi_async_cleanup_hook_handle handle, void *arg) {
   env_st *st = arg;
   st->cleanup_handle = handle;
   st->closing = true;
+  env_st *saved = enter_st(st);
   pts_loop_free(st->loop);
+  cur_st = saved;
   st->loop = NULL;
   pts_node_engine_free(st->engine);
   st->engine = NULL;
@@ -735,7 +858,6 @@ NAPI_MODULE_INIT() {
     uv_check_start(&st->check, on_check);
     uv_unref((uv_handle_t *)&st->check);
     napi_set_instance_data(env, st, NULL, NULL);
-    cur_st = st;
     napi_add_async_cleanup_hook(env, cleanup, st, NULL);
   }
   static const struct {
@@ -748,7 +870,7 @@ NAPI_MODULE_INIT() {
       {"setPriority", js_set_priority}, {"priority", js_priority},
       {"stats", js_stats},       {"listen", js_listen},
       {"state", js_state},       {"setState", js_set_state},
-      {"settle", js_settle},
+      {"aborted", js_aborted},   {"reason", js_reason},
   };
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_value f;

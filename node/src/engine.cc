@@ -11,10 +11,11 @@
 //    which the scavenger visits while it lives. Here a task's promise is a
 //    plain V8 promise kept in the JS task table (the slot's third entry) and
 //    settled through v8::Promise::Resolver, which is the promise itself.
-// 3. The per-task run path (pts_node_engine_run): the callback scope, the
-//    call and (for a callback that returned undefined) the fulfilment,
-//    inside one handle scope per check-phase run, instead of a dozen
-//    Node-API calls each checking and recording status.
+// 3. The per-task run path (pts_node_engine_run): the callback scope and
+//    the call, then (after the scope's checkpoint, unless an abort rejected
+//    the task meanwhile) the settlement in a second scope, inside one handle
+//    scope per check-phase run, instead of a dozen Node-API calls each
+//    checking and recording status.
 // 4. The calls JS makes once per task (post and yield without options, and
 //    reading the current state): plain V8 functions, without Node-API's
 //    per-call wrapper, status bookkeeping and argument copies.
@@ -70,6 +71,10 @@ struct pts_node_engine {
   // scavenger little.
   std::vector<v8::Global<v8::Promise>> yields;
   std::vector<int32_t> yield_free;
+  // The running task's promise (a handle of the check phase's scope), and
+  // whether an abort already rejected it.
+  v8::Local<v8::Value> running;
+  bool running_settled = false;
 };
 
 namespace {
@@ -204,34 +209,60 @@ extern "C" int pts_node_engine_run(pts_node_engine *e, int32_t slot, bool has_st
   // sat at a block's end.
   v8::Isolate *isolate = e->isolate;
   v8::Local<v8::Context> ctx = isolate->GetCurrentContext();
-  v8::Local<v8::Value> state;
-  if (has_state && !slot_get(e, ctx, slot, 1, &state))
+  v8::Local<v8::Value> state, promise;
+  if ((has_state && !slot_get(e, ctx, slot, 1, &state)) || !slot_get(e, ctx, slot, 2, &promise) ||
+      !promise->IsPromise())
     return isolate->IsExecutionTerminating() ? -1 : 0;
   has_state = has_state && !state->IsUndefined();
   v8::Local<v8::Value> arg = v8::Integer::New(isolate, slot);
-  // Closing this scope (at return) runs nextTicks and the microtask
-  // checkpoint, as after any Node callback. run() settles the promise itself
-  // unless the callback returned undefined; then it returns the promise,
-  // fulfilled here. It throws only on termination (or if settling itself
-  // failed): the scope's own TryCatch reports that as an uncaught exception.
-  node::CallbackScope scope(e->env, e->resource.Get(isolate), e->actx);
-  // spec: set the current scheduling state to the task's, invoke the
-  // callback, set the state back to null.
-  if (has_state) ctx->SetContinuationPreservedEmbedderData(state);
   v8::Local<v8::Value> ret;
-  bool ok = e->run.Get(isolate)->Call(ctx, v8::Undefined(isolate), 1, &arg).ToLocal(&ret);
-  if (has_state) ctx->SetContinuationPreservedEmbedderData(v8::Undefined(isolate));
-  if (ok && ret->IsPromise()) {
-    ok = settle(ctx, ret.As<v8::Promise::Resolver>(), true, v8::Undefined(isolate));
+  bool threw = false;
+  e->running = promise;
+  e->running_settled = false;
+  {
+    // spec: invoke the callback, then "clean up after running script": the
+    // scope's close runs nextTicks and the microtask checkpoint, where an
+    // abort still reaches the task (its abort steps stay attached until it
+    // completes; binding.c rejects it through pts_node_engine_reject_running).
+    node::CallbackScope scope(e->env, e->resource.Get(isolate), e->actx);
+    if (has_state) ctx->SetContinuationPreservedEmbedderData(state);
+    v8::TryCatch tc(isolate);
+    if (!e->run.Get(isolate)->Call(ctx, v8::Undefined(isolate), 1, &arg).ToLocal(&ret)) {
+      if (tc.HasTerminated() || isolate->IsExecutionTerminating()) {
+        if (has_state) ctx->SetContinuationPreservedEmbedderData(v8::Undefined(isolate));
+        e->running = v8::Local<v8::Value>();
+        tc.ReThrow();
+        return -1;
+      }
+      threw = true;
+      ret = tc.Exception();
+    }
+    if (has_state) ctx->SetContinuationPreservedEmbedderData(v8::Undefined(isolate));
   }
+  bool settled = e->running_settled;
+  e->running = v8::Local<v8::Value>();
+  if (isolate->IsExecutionTerminating()) return -1;
+  // spec: resolve (or reject) result, unless an abort rejected it first.
+  // Its reactions need a checkpoint before the next task: a second scope,
+  // skipped when nothing can be queued (no handler, a plain value, no
+  // rejection to report).
+  if (settled) return 0;
+  v8::Local<v8::Promise> p = promise.As<v8::Promise>();
+  if (!threw && !ret->IsObject() && !p->HasHandler()) {
+    settle(ctx, p.As<v8::Promise::Resolver>(), true, ret);
+    return 0;
+  }
+  node::CallbackScope scope(e->env, e->resource.Get(isolate), e->actx);
+  bool ok = settle(ctx, p.As<v8::Promise::Resolver>(), !threw, ret);
   return !ok && isolate->IsExecutionTerminating() ? -1 : 0;
 }
 
-extern "C" void pts_node_promise_settle(napi_value promise, napi_value value, bool rejected) {
-  v8::Local<v8::Value> p = to_v8(promise);
-  if (!p->IsPromise()) return;
-  v8::Isolate *isolate = v8::Isolate::GetCurrent();
-  settle(isolate->GetCurrentContext(), p.As<v8::Promise::Resolver>(), !rejected, to_v8(value));
+extern "C" void pts_node_engine_reject_running(pts_node_engine *e, napi_value reason) {
+  if (e->running.IsEmpty() || e->running_settled) return;
+  v8::Isolate *isolate = e->isolate;
+  e->running_settled = true;
+  settle(isolate->GetCurrentContext(), e->running.As<v8::Promise::Resolver>(), false,
+         reason ? to_v8(reason) : v8::Undefined(isolate).As<v8::Value>());
 }
 
 extern "C" void pts_node_engine_reject(pts_node_engine *e, int32_t slot, napi_value reason) {

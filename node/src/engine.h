@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <node/node_api.h>
+#include <node_api.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -65,16 +65,21 @@ void pts_node_engine_scoped(pts_node_engine *e, void (*fn)(void *), void *arg);
 
 /* Runs the task in `slot` of the table as one macrotask: sets the task's
  * scheduling state (the slot's second entry, read only if has_state) as the
- * embedder data, calls run(slot) inside a Node callback scope (run settles
- * the task's promise, or returns it to be fulfilled with undefined), and
- * closes the scope (nextTicks and the microtask checkpoint). Returns 0, or
- * -1 when the isolate is terminating (nothing more may run). Its handles
- * go to the caller's handle scope. */
+ * embedder data, calls run(slot) (which frees the slot and returns the
+ * callback's value) inside a Node callback scope, closes the scope
+ * (nextTicks and the microtask checkpoint), and only then settles the
+ * slot's promise with the value or exception (spec: "clean up after
+ * running script" comes before the result settles), in a second scope
+ * whose checkpoint runs the promise's reactions. An abort meanwhile
+ * (pts_node_engine_reject_running) wins. Returns 0, or -1 when the isolate
+ * is terminating (nothing more may run). Its handles go to the caller's
+ * handle scope. */
 int pts_node_engine_run(pts_node_engine *e, int32_t slot, bool has_state);
 
-/* Settles promise (a task's promise; anything else is ignored):
- * rejects it with value if rejected, else resolves it with value. */
-void pts_node_promise_settle(napi_value promise, napi_value value, bool rejected);
+/* Rejects the running task's promise with reason (NULL for undefined) if it
+ * is not settled yet: its abort steps ran while it was running. No-op when
+ * no task runs. */
+void pts_node_engine_reject_running(pts_node_engine *e, napi_value reason);
 
 /* Rejects the promise of `slot` (its third entry) with reason (a value of
  * the caller's scope, or NULL for undefined). Opens its own handle scope. */

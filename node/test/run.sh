@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
 # Runs the JS tests with node's built-in runner (TAP on stdout). Used by
-# `bazel test //node:node_test` (the addon comes from the runfiles) and by
-# `npm test` / tools/test.sh (the addon from node/build/ptsched.node).
+# `bazel test //node:node_test` (the addon comes from the runfiles), by
+# `npm test` and tools/test.sh (node/build/ptsched.node, built first by
+# node/build.sh), and in an installed package (build/Release, node-gyp's).
+# Outside Bazel's sandbox it installs the devDependencies (TypeScript for
+# test/types.test.js) when they are missing, from npm's cache if it can.
 set -u
 if [ -n "${TEST_SRCDIR:-}" ]; then
   cd "$TEST_SRCDIR/ptsched/node"   # bazel test: the runfiles tree
 else
   cd "$(dirname "$0")/.."
+  if [ -f ../WORKSPACE ] && [ ! -d csrc ]; then
+    # The repository: the types check is required, so TypeScript is installed.
+    [ -f node_modules/typescript/bin/tsc ] ||
+      npm install --prefer-offline --no-audit --no-fund >&2 || exit 1
+    export PTSCHED_REQUIRE_TSC=1
+  fi
 fi
 if [ -z "${PTSCHED_NODE_ADDON:-}" ] && [ -f libptsched.node.so ]; then
   export PTSCHED_NODE_ADDON=$PWD/libptsched.node.so

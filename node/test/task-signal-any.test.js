@@ -117,3 +117,89 @@ test('a dropped composite signal with listeners still fires them', async () => {
   tc.abort();
   assert.deepEqual(seen, ['pc:user-visible', 'abort']);
 });
+
+// The WPT's five signals (all dependents linked to the root): the order in
+// which their abort events fire when controller aborts.
+function abortEventOrder(controller) {
+  const signals = [controller.signal];
+  signals.push(TaskSignal.any([controller.signal]));
+  signals.push(TaskSignal.any([controller.signal]));
+  signals.push(TaskSignal.any([signals[0]]));
+  signals.push(TaskSignal.any([signals[1]]));
+  let result = '';
+  signals.forEach((s, i) => s.addEventListener('abort', () => { result += i; }));
+  controller.abort();
+  assert.ok(signals.every((s) => s.aborted));
+  return result;
+}
+
+// WPT dom/abort/resources/abort-signal-any-tests.js, run by
+// task-signal-any-abort.tentative with TaskController (DOM "signal abort":
+// dependents are marked aborted first, the source's abort event reaches all
+// its listeners, then each dependent's event fires).
+test('task-signal-any-abort: the source\'s abort event fires before its dependents\'', () => {
+  const c = new TaskController();
+  const d = TaskSignal.any([c.signal]);
+  const seen = [];
+  c.signal.addEventListener('abort', () => seen.push('source'));
+  d.addEventListener('abort', () => seen.push('dependent'));
+  c.abort();
+  assert.equal(seen.join(), 'source,dependent');
+  assert.equal(abortEventOrder(new TaskController()), '01234');
+});
+
+test('task-signal-any-abort: dependents are marked aborted before abort events fire', () => {
+  const c = new TaskController();
+  const s1 = TaskSignal.any([c.signal]);
+  const s2 = TaskSignal.any([s1]);
+  let fired = false;
+  c.signal.addEventListener('abort', () => {
+    const s3 = TaskSignal.any([s2]);
+    assert.equal(c.signal.aborted, true);
+    assert.equal(s1.aborted, true);
+    assert.equal(s2.aborted, true);
+    assert.equal(s1.reason, 'why');
+    assert.throws(() => s2.throwIfAborted(), (e) => e === 'why');
+    assert.equal(s3.aborted, true);
+    assert.equal(s3.reason, 'why');
+    fired = true;
+  });
+  c.abort('why');
+  assert.ok(fired);
+  assert.equal(s2.reason, 'why');
+});
+
+test('task-signal-any-abort: reentrant aborts, intermediate signals, onabort', () => {
+  const c1 = new TaskController();
+  const c2 = new TaskController();
+  const signal = TaskSignal.any([c1.signal, c2.signal]);
+  let count = 0;
+  c1.signal.addEventListener('abort', () => c2.abort('reason 2'));
+  signal.addEventListener('abort', () => count++);
+  c1.abort('reason 1');
+  assert.equal(count, 1);
+  assert.equal(signal.reason, 'reason 1');
+  const c = new TaskController();
+  let combined = TaskSignal.any([c.signal]);
+  for (let i = 0; i < 3; i++) combined = TaskSignal.any([combined]);
+  let target;
+  combined.onabort = (e) => { target = e.target; };
+  c.abort('the reason');
+  assert.equal(target, combined);
+  assert.equal(combined.reason, 'the reason');
+  // The same signal twice, and the first aborted source's reason wins.
+  const d = new TaskController();
+  const twice = TaskSignal.any([d.signal, d.signal]);
+  d.abort('r');
+  assert.equal(twice.reason, 'r');
+  const e1 = new TaskController(); e1.abort('reason 1');
+  const e2 = new TaskController(); e2.abort('reason 2');
+  assert.equal(TaskSignal.any([e1.signal, e2.signal, e1.signal]).reason, 'reason 1');
+});
+
+test('task-signal-any-abort with a plain AbortController source (platform limit: dependents fire from the binding\'s listener)', () => {
+  // Node fires a plain AbortSignal's event itself; the binding hears it from
+  // a listener added when the signal is first used, so dependents fire
+  // before the source's listeners added after that (the WPT expects 01234).
+  assert.equal(abortEventOrder(new AbortController()), '12340');
+});

@@ -83,14 +83,70 @@ test('yield-inherit-across-settled-promises: awaiting settled promises keeps the
   assert.deepEqual(ids, ['continuation', 'uv-subtask']);
 });
 
-test('yield-inherit-abort-across-settled-promises', async () => {
+// yield-inherit-abort-across-settled-promises: the abort comes from a
+// separate, later task (an abort inside the task would reject the task's own
+// result and mask a continuation that lost its abort source).
+function yieldThenAbort(tc) {
+  scheduler.postTask(() => tc.abort(), { priority: 'user-blocking' });
+  assert.equal(tc.signal.aborted, false);
+  return assert.rejects(scheduler.yield(), { name: 'AbortError' });
+}
+// The WPT's ways of reaching yield() from a task's callback through
+// promises: each calls step(arg) after one kind of intervening promise.
+function viaPromises(step) {
+  return {
+    'no intervening promise': (x) => step(x),
+    'across a pending promise': async (x) => {
+      await new Promise((resolve) => queueMicrotask(resolve));
+      await step(x);
+    },
+    'across an await of a settled promise': async (x) => { await Promise.resolve(); await step(x); },
+    'across an await of a non-promise': async (x) => { await null; await step(x); },
+    'in then() on a settled promise': (x) => Promise.resolve().then(() => step(x)),
+    'in a chained then() on a settled promise': (x) => Promise.resolve().then(() => {}).then(() => step(x)),
+    'across an await of a thenable': async (x) => { await { then(resolve) { resolve(); } }; await step(x); },
+    'across a promise resolved with a thenable': async (x) => {
+      await new Promise((resolve) => resolve({ then(r) { r(); } }));
+      await step(x);
+    },
+  };
+}
+const abortInheritance = viaPromises(yieldThenAbort);
+for (const [name, body] of Object.entries(abortInheritance)) {
+  test(`yield-inherit-abort-across-settled-promises: ${name}`, async () => {
+    const tc = new TaskController();
+    await scheduler.postTask(() => body(tc), { signal: tc.signal });
+  });
+}
+
+test('yield-inherit-abort-across-settled-promises: in a thenable then() (platform limit: not inherited)', async () => {
+  // V8 11.3 (Node 20) runs a thenable's then() from NewPromiseResolveThenableJob
+  // without the continuation-preserved embedder data, so the yield inside it
+  // has no state: it is not aborted by the task's signal (the WPT expects an
+  // AbortError). This records the limit (docs/node.md); it fails when Node's
+  // V8 carries the state there, and should then be made the WPT's check.
   const tc = new TaskController();
-  const r = await scheduler.postTask(async () => {
-    await Promise.resolve();
-    tc.abort('stop');
-    return scheduler.yield().then(() => 'resumed', (e) => e);
+  let outcome;
+  await scheduler.postTask(() => new Promise((resolve) => resolve({
+    then(res) {
+      scheduler.postTask(() => tc.abort(), { priority: 'user-blocking' });
+      res(scheduler.yield().then(() => { outcome = 'fulfilled'; }, (e) => { outcome = e.name; }));
+    },
+  })), { signal: tc.signal });
+  assert.equal(outcome, 'fulfilled');
+});
+
+test('yield-abort: an abort in the task before yield rejects the yield and the task', async () => {
+  const tc = new TaskController();
+  let yieldOutcome;
+  const task = scheduler.postTask(async () => {
+    tc.abort();
+    const p = scheduler.yield();
+    yieldOutcome = await p.then(() => 'fulfilled', (e) => e.name);
   }, { signal: tc.signal });
-  assert.equal(r, 'stop');
+  await assert.rejects(task, { name: 'AbortError' });
+  await sleep(1);
+  assert.equal(yieldOutcome, 'AbortError');
 });
 
 test('yield inherits the .then() registration context, not the resolve context', async () => {
@@ -246,3 +302,129 @@ test('many pending yield continuations: each resumes once, in order; aborted one
     assert.ok((await Promise.all(aborted)).every((r) => r === 'stop'));
     assert.equal(api._stats()[0], 0);
   });
+
+// WPT yield-inherit-across-settled-promises: in a background task, race a
+// continuation against a user-visible task posted just before the yield;
+// with the state inherited the continuation is background and runs after it.
+function raceContinuation(ids) {
+  const task = scheduler.postTask(() => { ids.push('task'); }, { priority: 'user-visible' });
+  return scheduler.yield().then(() => { ids.push('continuation'); return task; });
+}
+const settledInheritance = viaPromises(raceContinuation);
+for (const [name, body] of Object.entries(settledInheritance)) {
+  test(`yield-inherit-across-settled-promises: ${name}`, async () => {
+    const ids = [];
+    await scheduler.postTask(() => body(ids), { priority: 'background' });
+    assert.equal(ids.join(), 'task,continuation');
+  });
+}
+
+test('yield-inherit-across-settled-promises: in a thenable then() (platform limit: not inherited)', async () => {
+  // See the abort variant above: V8 11.3 runs the thenable's then() without
+  // the state, so the continuation is user-visible and runs before the task
+  // (the WPT expects task,continuation).
+  const ids = [];
+  await scheduler.postTask(() => new Promise((resolve) => resolve({
+    then(res) { res(raceContinuation(ids)); },
+  })), { priority: 'background' });
+  assert.equal(ids.join(), 'continuation,task');
+});
+
+test('yield-inherit-across-promises: across file I/O and timers (the WPT awaits fetch)', async () => {
+  const fsp = require('node:fs/promises');
+  for (const [priority, expected] of [['user-blocking', 'yield,subtask'], ['background', 'subtask,yield']]) {
+    for (const options of [{ priority }, { signal: new TaskController({ priority }).signal }]) {
+      const ids = [];
+      await scheduler.postTask(async () => {
+        await new Promise((resolve) => setTimeout(resolve));
+        await fsp.readFile(__filename);
+        await new Promise((resolve) => setTimeout(resolve));
+        const subtask = scheduler.postTask(() => { ids.push('subtask'); }, { priority: 'user-blocking' });
+        await scheduler.yield();
+        ids.push('yield');
+        await subtask;
+      }, options);
+      assert.equal(ids.join(), expected, JSON.stringify(Object.keys(options)));
+    }
+  }
+});
+
+// WPT yield-priority-posttask: a task that yields three times with
+// yieldOptions, then two tasks of each priority posted in descending order.
+async function yieldOrder(taskOptions, yieldOptions) {
+  const ids = [];
+  const tasks = [scheduler.postTask(async () => {
+    ids.push('y0');
+    for (let i = 1; i < 4; i++) { await scheduler.yield(yieldOptions); ids.push(`y${i}`); }
+  }, taskOptions)];
+  for (const [id, priority] of [['ub1', 'user-blocking'], ['ub2', 'user-blocking'], ['uv1', 'user-visible'],
+    ['uv2', 'user-visible'], ['bg1', 'background'], ['bg2', 'background']]) {
+    tasks.push(scheduler.postTask(() => { ids.push(id); }, { priority }));
+  }
+  await Promise.all(tasks);
+  return ids.join();
+}
+const ORDERS = {
+  'user-blocking': 'y0,y1,y2,y3,ub1,ub2,uv1,uv2,bg1,bg2',
+  'user-visible': 'ub1,ub2,y0,y1,y2,y3,uv1,uv2,bg1,bg2',
+  'background': 'ub1,ub2,uv1,uv2,y0,y1,y2,y3,bg1,bg2',
+};
+
+test('yield-priority-posttask: priority and signal options, inherit, inherit by default', async () => {
+  const priorityConfigs = [[{}, 'user-visible'], [{ priority: 'user-visible' }, 'user-visible'],
+    [{ priority: 'user-blocking' }, 'user-blocking'], [{ priority: 'background' }, 'background']];
+  const signalConfigs = Object.keys(ORDERS).map((p) => [{ signal: new TaskController({ priority: p }).signal }, p]);
+  for (const [options, p] of priorityConfigs) {
+    assert.equal(await yieldOrder(options, options), ORDERS[p]);
+    assert.equal(await yieldOrder(options, { priority: 'inherit' }), ORDERS[p]);
+  }
+  for (const [options, p] of signalConfigs) {
+    assert.equal(await yieldOrder(options, options), ORDERS[p]);
+    assert.equal(await yieldOrder(options, { signal: 'inherit' }), ORDERS[p]);
+    assert.equal(await yieldOrder(options, {}), ORDERS[p]);
+  }
+  const bg = new TaskController({ priority: 'background' }).signal;
+  const different = 'y0,ub1,ub2,uv1,uv2,y1,y2,y3,bg1,bg2';
+  assert.equal(await yieldOrder({ priority: 'user-blocking' }, { priority: 'background' }), different);
+  assert.equal(await yieldOrder({ priority: 'user-blocking' }, { signal: bg }), different);
+  assert.equal(await yieldOrder({ priority: 'user-blocking' }, { signal: bg, priority: 'user-blocking' }),
+    ORDERS['user-blocking']);
+});
+
+test('yield-priority-posttask: a TaskSignal\'s dynamic priority; mixed inheritance and default', async () => {
+  const ids = [];
+  const controller = new TaskController();
+  await scheduler.postTask(async () => {
+    ids.push('y0');
+    const subtasks = [scheduler.postTask(() => { ids.push('uv1'); }), scheduler.postTask(() => { ids.push('uv2'); })];
+    await scheduler.yield({ signal: 'inherit' });
+    ids.push('y1');
+    await scheduler.yield({ signal: 'inherit' });
+    ids.push('y2');
+    controller.setPriority('background');
+    await scheduler.yield({ signal: 'inherit' });
+    ids.push('y3');
+    await scheduler.yield({ signal: 'inherit' });
+    ids.push('y4');
+    await Promise.all(subtasks);
+  }, { signal: controller.signal });
+  assert.equal(ids.join(), 'y0,y1,y2,uv1,uv2,y3,y4');
+  const ids2 = [];
+  await scheduler.postTask(async () => {
+    ids2.push('y0');
+    const subtasks = [scheduler.postTask(() => { ids2.push('ub1'); }, { priority: 'user-blocking' }),
+      scheduler.postTask(() => { ids2.push('uv1'); })];
+    await scheduler.yield({ priority: 'user-visible' });
+    ids2.push('y1');
+    await scheduler.yield({ priority: 'user-visible' });
+    ids2.push('y2');
+    subtasks.push(scheduler.postTask(() => { ids2.push('ub2'); }, { priority: 'user-blocking' }));
+    subtasks.push(scheduler.postTask(() => { ids2.push('uv2'); }));
+    await scheduler.yield({ signal: 'inherit' });
+    ids2.push('y3');
+    await scheduler.yield({ signal: 'inherit' });
+    ids2.push('y4');
+    await Promise.all(subtasks);
+  }, { priority: 'user-blocking' });
+  assert.equal(ids2.join(), 'y0,ub1,y1,y2,y3,y4,ub2,uv1,uv2');
+});
