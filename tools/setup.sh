@@ -15,6 +15,7 @@ packages=(
   libevent-dev libuv1-dev  # peers measured by the benchmark runner
   gnuplot-nox            # plots of the benchmark reports
   doxygen pkg-config     # the API reference; the install check's consumers
+  libmozjs-102-dev       # SpiderMonkey 102: the JavaScript host (host/, docs/host.md)
 )
 
 missing=()
