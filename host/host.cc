@@ -1051,7 +1051,14 @@ pts_value start_fn(void *data, int status) {
       report_pending(t);
     } else {
       JS::RootedValue rv(cx);
-      if (!evaluate(cx, t->filename.c_str(), t->source.data(), t->source.size(), &rv)) {
+      for (const auto &pre : h->opts.preload) {
+        if (!evaluate(cx, pre.first.c_str(), pre.second.data(), pre.second.size(), &rv)) {
+          ok = false;
+          report_pending(t);
+          break;
+        }
+      }
+      if (ok && !evaluate(cx, t->filename.c_str(), t->source.data(), t->source.size(), &rv)) {
         report_pending(t);
       }
     }

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ptsched.h"
@@ -22,6 +23,9 @@ struct Options {
   pts_policy policy = PTS_POLICY_STRICT;
   bool capture = false;             // keep console output in Result.out
                                     // instead of writing stdout/stderr
+  // Scripts evaluated in every tenant's realm before its own, in order
+  // (filename, source): e.g. a test harness.
+  std::vector<std::pair<std::string, std::string>> preload;
 };
 
 struct TenantSpec {

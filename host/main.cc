@@ -16,9 +16,21 @@ namespace {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: ptsched-host [--threads N] [--policy P] [--json] a.js [b.js ...]\n"
+               "usage: ptsched-host [--threads N] [--policy P] [--json] [--preload F.js] a.js [b.js ...]\n"
                "  P: strict, round-robin, fair, randomized, time-partitioned\n");
   return 2;
+}
+
+bool read_file(const std::string &path, std::string *out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    std::fprintf(stderr, "ptsched-host: cannot read %s\n", path.c_str());
+    return false;
+  }
+  std::stringstream ss;
+  ss << f.rdbuf();
+  *out = ss.str();
+  return true;
 }
 
 std::string base_name(const std::string &path) {
@@ -98,23 +110,22 @@ int main(int argc, char **argv) {
       while (k < PTS_POLICY_COUNT && p != pts_policy_name(k)) k++;
       if (k == PTS_POLICY_COUNT) return usage();
       opts.policy = static_cast<pts_policy>(k);
+    } else if (a == "--preload" && i + 1 < argc) {
+      std::string text;
+      if (!read_file(argv[++i], &text)) return 2;
+      opts.preload.emplace_back(argv[i], text);
     } else if (a == "--json") {
       json = true;
     } else if (a.size() > 1 && a[0] == '-') {
       return usage();
     } else {
-      std::ifstream f(a, std::ios::binary);
-      if (!f) {
-        std::fprintf(stderr, "ptsched-host: cannot read %s\n", a.c_str());
-        return 2;
-      }
-      std::stringstream ss;
-      ss << f.rdbuf();
+      std::string text;
+      if (!read_file(a, &text)) return 2;
       std::string name = base_name(a);
       int same = 0;
       for (const auto &s : specs) same += s.name == name || s.name.rfind(name + "#", 0) == 0;
       if (same) name += "#" + std::to_string(same + 1);
-      specs.push_back({name, a, ss.str()});
+      specs.push_back({name, a, text});
     }
   }
   if (specs.empty()) return usage();
