@@ -1068,7 +1068,7 @@ pts_value start_fn(void *data, int status) {
   return pts_undefined();
 }
 
-// On the tenant's thread once all are idle: unhandled rejections are
+// On the tenant's thread, between two tasks, once all are idle: unhandled rejections are
 // reported, every library object JS held is released, the roots go.
 void teardown_fn(void *data, int status) {
   auto *t = static_cast<Tenant *>(data);
@@ -1102,7 +1102,6 @@ void teardown_fn(void *data, int status) {
     t->deliver.reset();
     JS::SetReservedSlot(t->gobj, 0, JS::UndefinedValue());
     t->gobj.reset();
-    JS_GC(cx);
   }
   h->release();
 }
@@ -1164,14 +1163,23 @@ int run(const Options &opts, const std::vector<TenantSpec> &specs,
       }
     }
     h.wait_idle();
+    // The teardown is not a task (it would count as one): it runs at the
+    // tenant's next inbox drain.
     for (auto &t : h.tenants) {
-      pts_agent_get_stats(t->agent, &t->stats);
       h.hold();
-      if (pts_agent_queue_task(t->agent, PTS_SOURCE_GENERIC, teardown_fn, t.get()) != 0) h.release();
+      if (!t->loop || pts_loop_call_from_any_thread(t->loop, teardown_fn, t.get()) != 0) {
+        h.release();
+      }
     }
     h.wait_idle();
   }
-  for (auto &t : h.tenants) pts_agent_destroy(t->agent, true);
+  // The counters of a step are added when the step ends, after the callback
+  // that released the last pending count: read them once the agent is
+  // destroyed, when no step of it can be running.
+  for (auto &t : h.tenants) {
+    pts_agent_destroy(t->agent, true);
+    pts_agent_get_stats(t->agent, &t->stats);
+  }
   pts_pool_shutdown(pool);
   if (results) {
     results->clear();
