@@ -187,12 +187,43 @@ TEST(Host, RealmsAreIsolated) {
   EXPECT_EQ(rs[2].out, "undefined undefined c a,b,c\n");
 }
 
+// performance.timeOrigin is the tenant's start on one clock shared by all
+// tenants: a time sent by one tenant compares with the receiver's clock.
+TEST(Host, TimeOriginIsSharedAcrossTenants) {
+  auto rs = run({{"a", "a.js", "host.postMessage('b', performance.timeOrigin + performance.now());"},
+                 {"b", "b.js", R"(onmessage = (e) => {
+                    const now = performance.timeOrigin + performance.now();
+                    console.log(now >= e.data && now - e.data < 5000, performance.timeOrigin > 0);
+                  };)"}});
+  ASSERT_EQ(rs.size(), 2u);
+  EXPECT_EQ(rs[1].out, "true true\n");
+}
+
 TEST(Host, TenantsArePinnedRoundRobin) {
   std::vector<ptsh::TenantSpec> specs;
   for (int i = 0; i < 5; i++) specs.push_back({"t" + std::to_string(i), "t.js", "1"});
   auto rs = run(specs, 2);
   ASSERT_EQ(rs.size(), 5u);
   for (int i = 0; i < 5; i++) EXPECT_EQ(rs[i].thread, i % 2);
+}
+
+// 64 tenants on two threads, each with a few thousand live promises: one
+// runtime per thread holds 32 realms.
+TEST(Host, SixtyFourTenants) {
+  std::vector<ptsh::TenantSpec> specs;
+  for (int i = 0; i < 64; i++) {
+    specs.push_back({"t" + std::to_string(i), "t.js", R"(
+      const ps = [];
+      for (let i = 0; i < 3000; i++) ps.push(scheduler.postTask(() => ({ i, pad: new Array(8).fill(i) })));
+      Promise.all(ps).then((v) => console.log(v.length));
+    )"});
+  }
+  auto rs = run(specs, 2);
+  ASSERT_EQ(rs.size(), 64u);
+  for (const auto &r : rs) {
+    EXPECT_FALSE(r.failed) << r.name << ": " << r.out;
+    EXPECT_EQ(r.out, "3000\n") << r.name;
+  }
 }
 
 TEST(Host, StatisticsCountTasksByClass) {
@@ -317,6 +348,11 @@ TEST(Program, ExitStatusAndStatistics) {
   EXPECT_NE(out.find("[boom] boom: Uncaught Error: boom"), std::string::npos) << out;
   EXPECT_NE(out.find("f@"), std::string::npos) << out;  // the stack
   EXPECT_NE(out.find("[ok] fine"), std::string::npos) << out;
+  out = shell("host/ptsched-host --threads 2 --bench " + dir + "/ok.js " + dir + "/ok.js 2>&1", &st);
+  EXPECT_EQ(st, 0) << out;
+  EXPECT_NE(out.find("bench tenants=2 threads=2 wall_ms="), std::string::npos) << out;
+  // Each tenant ran its start task and its postTask; the teardown is no task.
+  EXPECT_NE(out.find(" tasks=4 "), std::string::npos) << out;
   out = shell("host/ptsched-host --policy nonsense x.js 2>&1", &st);
   EXPECT_NE(st, 0) << out;
 }

@@ -2,7 +2,9 @@
 // scripts, runs them with ptsh::run() and prints each tenant's statistics;
 // the exit status is 1 if any tenant had an uncaught error, 2 for a usage or
 // start-up error.
+#include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -16,7 +18,7 @@ namespace {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: ptsched-host [--threads N] [--policy P] [--json] [--preload F.js] a.js [b.js ...]\n"
+               "usage: ptsched-host [--threads N] [--policy P] [--json | --bench] [--preload F.js] a.js [b.js ...]\n"
                "  P: strict, round-robin, fair, randomized, time-partitioned\n");
   return 2;
 }
@@ -94,11 +96,31 @@ void print_json(const std::vector<ptsh::Result> &rs) {
   std::printf("]}\n");
 }
 
+// --bench: one line for the whole run (start-up and teardown included):
+// wall time, tasks run by every tenant, throughput, CPU, and the worst
+// tenant's start-delay p99.
+void print_bench(const std::vector<ptsh::Result> &rs, double wall_ms, unsigned threads) {
+  uint64_t tasks = 0, cpu = 0, p99 = 0;
+  for (const auto &r : rs) {
+    for (uint64_t n : r.stats.tasks_run) tasks += n;
+    cpu += r.stats.cpu_ns;
+    uint64_t q = ptsh::delay_quantile(r.stats, 0.99);
+    if (q > p99) p99 = q;
+  }
+  std::printf("bench tenants=%zu threads=%u wall_ms=%.1f tasks=%llu tasks_per_s=%.0f cpu_ms=%.1f "
+              "max_delay_p99_us=%.1f failed=%d\n",
+              rs.size(), threads, wall_ms, (unsigned long long)tasks,
+              tasks / (wall_ms / 1e3), cpu / 1e6, p99 / 1e3,
+              static_cast<int>(std::count_if(rs.begin(), rs.end(),
+                                             [](const ptsh::Result &r) { return r.failed; })));
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
   ptsh::Options opts;
   bool json = false;
+  bool bench = false;
   std::vector<ptsh::TenantSpec> specs;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
@@ -114,6 +136,8 @@ int main(int argc, char **argv) {
       std::string text;
       if (!read_file(argv[++i], &text)) return 2;
       opts.preload.emplace_back(argv[i], text);
+    } else if (a == "--bench") {
+      bench = true;
     } else if (a == "--json") {
       json = true;
     } else if (a.size() > 1 && a[0] == '-') {
@@ -134,14 +158,24 @@ int main(int argc, char **argv) {
     return 2;
   }
   std::vector<ptsh::Result> rs;
+  timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   int rc = ptsh::run(opts, specs, &rs);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
   ptsh::shutdown();
   if (rc != 0) {
     std::fprintf(stderr, "ptsched-host: %s\n", pts_strerror(rc));
     return 2;
   }
   std::fflush(stdout);
-  if (json) print_json(rs); else print_text(rs);
+  if (bench) {
+    print_bench(rs, (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6,
+                opts.threads);
+  } else if (json) {
+    print_json(rs);
+  } else {
+    print_text(rs);
+  }
   for (const auto &r : rs) {
     if (r.failed) return 1;
   }

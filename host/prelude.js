@@ -316,7 +316,9 @@
     error: (...a) => native.print(2, fmt(a)),
     warn: (...a) => native.print(2, fmt(a)),
   };
-  const performance = { now: () => native.now() };
+  // timeOrigin: the tenant's start on the host's monotonic clock (ms), the
+  // same clock for every tenant, so timeOrigin + now() compares across them.
+  const performance = { now: () => native.now(), timeOrigin: native.timeOrigin() };
 
   // ---- the tenant channel: host.postMessage(name, data), onmessage ----
   const host = {
