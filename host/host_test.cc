@@ -323,6 +323,30 @@ TEST(Examples, RunTogether) {
             "microtask first\npostTask rejected: TimeoutError\ntimer after >= 20 ms\n");
 }
 
+// The inter-loop policy decides which tenant of a thread goes next, never
+// the order inside a tenant: every policy gives each example its output.
+TEST(Examples, SameOutputUnderEveryPolicy) {
+  std::vector<ptsh::TenantSpec> specs;
+  for (const char *n : {"priorities", "ping", "pong", "timers"}) {
+    std::string f = std::string("examples/host/") + n + ".js";
+    specs.push_back({n, f, slurp(f)});
+  }
+  std::vector<std::string> first;
+  for (int p = 0; p < PTS_POLICY_COUNT; p++) {
+    ptsh::Options o;
+    o.policy = static_cast<pts_policy>(p);
+    auto rs = run(specs, 1, &o);
+    ASSERT_EQ(rs.size(), 4u);
+    std::vector<std::string> outs;
+    for (const auto &r : rs) {
+      EXPECT_FALSE(r.failed) << pts_policy_name(p) << " " << r.name << ": " << r.out;
+      outs.push_back(r.out);
+    }
+    if (p == 0) first = outs;
+    EXPECT_EQ(outs, first) << pts_policy_name(p);
+  }
+}
+
 std::string shell(const std::string &cmd, int *status) {
   std::string out;
   FILE *p = popen(cmd.c_str(), "r");
