@@ -16,6 +16,7 @@ packages=(
   golang-go              # Go's scheduler, the runner's peer for scale and latency
   gnuplot-nox            # plots of the benchmark reports
   doxygen pkg-config     # the API reference; the install check's consumers
+  libmozjs-102-dev       # SpiderMonkey 102: the JavaScript host (host/, docs/host.md)
 )
 
 missing=()

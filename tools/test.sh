@@ -2,7 +2,8 @@
 # The whole test suite, three times: plain, --config=asan (ASan + UBSan) and
 # --config=tsan. Ends with one line "N passed, N failed" counting individual
 # GoogleTest cases over the three runs (read from Bazel's test.xml files) plus
-# the Node binding's JS test cases (node --test, plain build only), and
+# the Node binding's JS test cases and the runtime-neutral conformance suite
+# of host/conformance under Node (node --test, plain build only), and
 # exits non-zero if any case failed, any test target failed (e.g. a sanitizer
 # report at exit) or anything did not build. Then the install check
 # (tools/check_install.sh), each of its checks one more case.
@@ -87,28 +88,43 @@ failed=$((failed + inst_fail))
 # ---- The Node.js binding (node/, docs/node.md): build the addon (plain
 # config) and run its JS tests with node's runner; TAP's "# pass"/"# fail"
 # counts join the totals. PTS_NODE=0 skips this part.
+# tap_count NAME CMD...: runs a `node --test` command and adds its TAP
+# "# pass"/"# fail"/"# cancelled" counts to the totals; a non-zero exit with
+# no failing case is one more failure.
+tap_count() {
+  local name=$1; shift
+  local tap np nf nc nrc
+  tap=$(mktemp)
+  "$@" >"$tap" 2>&1
+  nrc=$?
+  awk '/^not ok/{p=1} p{print} /^  \.\.\.$/{p=0} /^# (tests|pass|fail|cancelled)/' "$tap" >&2
+  np=$(sed -n 's/^# pass \([0-9]*\)$/\1/p' "$tap" | tail -n 1)
+  nf=$(sed -n 's/^# fail \([0-9]*\)$/\1/p' "$tap" | tail -n 1)
+  nc=$(sed -n 's/^# cancelled \([0-9]*\)$/\1/p' "$tap" | tail -n 1)
+  passed=$((passed + ${np:-0}))
+  failed=$((failed + ${nf:-0} + ${nc:-0}))
+  if [ "$nrc" -ne 0 ] && [ "${nf:-0}" -eq 0 ] && [ "${nc:-0}" -eq 0 ]; then
+    echo "FAILED ($name): node --test exited $nrc" >&2
+    tail -n 20 "$tap" >&2
+    failed=$((failed + 1))
+  fi
+  rm -f "$tap"
+}
+
 if [ "${PTS_NODE:-1}" != 0 ]; then
   echo "== node --test (node/test/run.sh)" >&2
-  tap=$(mktemp)
   if ! bash node/build.sh >&2; then
     echo "FAILED (node): the addon did not build" >&2
     failed=$((failed + 1))
   else
-    bash node/test/run.sh >"$tap" 2>&1
-    nrc=$?
-    awk '/^not ok/{p=1} p{print} /^  \.\.\.$/{p=0} /^# (tests|pass|fail|cancelled)/' "$tap" >&2
-    np=$(sed -n 's/^# pass \([0-9]*\)$/\1/p' "$tap" | tail -n 1)
-    nf=$(sed -n 's/^# fail \([0-9]*\)$/\1/p' "$tap" | tail -n 1)
-    nc=$(sed -n 's/^# cancelled \([0-9]*\)$/\1/p' "$tap" | tail -n 1)
-    passed=$((passed + ${np:-0}))
-    failed=$((failed + ${nf:-0} + ${nc:-0}))
-    if [ "$nrc" -ne 0 ] && [ "${nf:-0}" -eq 0 ] && [ "${nc:-0}" -eq 0 ]; then
-      echo "FAILED (node): node --test exited $nrc" >&2
-      tail -n 20 "$tap" >&2
-      failed=$((failed + 1))
-    fi
+    tap_count node bash node/test/run.sh
+    # The runtime-neutral conformance suite (docs/host.md), the same files
+    # that //host:host_test runs inside ptsched-host, here under Node.
+    echo "== node --test host/conformance (node-shim.js)" >&2
+    tap_count conformance node --require ./host/conformance/node-shim.js --test \
+      host/conformance/post-task.test.js host/conformance/task-controller.test.js \
+      host/conformance/task-signal-any.test.js host/conformance/yield.test.js
   fi
-  rm -f "$tap"
   # The npm package (tools/check_npm.sh): pack, install offline without
   # Bazel, require/import, the package's tests there; PASS/FAIL lines count.
   npm_out=$(bash tools/check_npm.sh 2>&1); npm_rc=$?

@@ -1,0 +1,1211 @@
+// host/host.cc: tenants as SpiderMonkey realms on ptsched agents.
+//
+// Invariants (docs/host.md):
+// 1. One JSContext per pool thread, made lazily by the first tenant task
+//    that runs there (thread_local; the host is on a pool thread exactly when
+//    the library calls one of its callbacks) and destroyed when the thread
+//    exits (pts_pool_shutdown joins it).
+// 2. A tenant is one agent, placed on an explicit thread with balancing off,
+//    so its realm never leaves the context that made it.
+// 3. Every promise job goes to the tenant's loop as a ptsched microtask
+//    (HostJobQueue): checkpoints are where the library runs them.
+// 4. JS wrappers hold the library's objects through handle objects whose
+//    finalizer only queues them (no library call inside a GC); they are
+//    released at the tenant's next callback, and all of them at teardown,
+//    before the agent's loop is freed.
+// 5. Host.pending counts every callback handed to the library and not yet
+//    returned (tasks, timers, microtasks, messages, yields); at 0 every tenant
+//    is idle. A callback releases its count only after its JS ran, so work it
+//    queued is counted first.
+#include "host/host.h"
+
+#include <jsapi.h>
+#include <js/CompilationAndEvaluation.h>
+#include <js/Context.h>
+#include <js/Conversions.h>
+#include <js/ErrorReport.h>
+#include <js/Exception.h>
+#include <js/GlobalObject.h>
+#include <js/Initialization.h>
+#include <js/Object.h>
+#include <js/Promise.h>
+#include <js/Realm.h>
+#include <js/SourceText.h>
+#include <js/Stack.h>
+#include <js/Array.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+
+namespace ptsh {
+namespace {
+
+const char kPrelude[] =
+#include "host/prelude.inc"
+    ;
+
+struct Host;
+struct Tenant;
+
+// A library object held by a JS handle object (invariant 4).
+struct HandleData {
+  Tenant *t = nullptr;  // nullptr once released by teardown
+  pts_signal *sig = nullptr;
+  pts_controller *ctl = nullptr;
+  JS::PersistentRooted<JSObject *> observed;  // the wrapper, while listened to
+  bool listening = false;
+};
+
+// An error value of the library shown to JS: one JS object per pts_error, so
+// signal.reason is the same object on every read.
+struct ErrEntry {
+  pts_value v;
+  JS::PersistentRooted<JS::Value> js;
+  ~ErrEntry() { pts_value_release(v); }
+};
+
+// A JS value the library keeps (an abort reason), as a box.
+struct JsBox {
+  JS::PersistentRooted<JS::Value> v;
+};
+
+struct Tenant {
+  Host *host = nullptr;
+  size_t index = 0;
+  std::string name, filename, source;
+  pts_agent *agent = nullptr;
+  int thread = -1;
+  pts_loop *loop = nullptr;
+  pts_global *global = nullptr;
+  pts_scheduler *sched = nullptr;
+  JSContext *cx = nullptr;
+  bool alive = false;
+  uint64_t t0 = 0;
+  JS::PersistentRooted<JSObject *> gobj, fire, make_error, deliver;
+  std::unordered_map<pts_error *, std::unique_ptr<ErrEntry>> errs;
+  std::set<HandleData *> live;
+  std::vector<HandleData *> graveyard;
+  std::vector<std::unique_ptr<JS::PersistentRooted<JSObject *>>> rejections;
+  std::unordered_map<uint64_t, struct Call *> timers;
+  bool failed = false;
+  std::string out;
+  pts_agent_stats stats{};
+};
+
+struct Host {
+  Options opts;
+  std::vector<std::unique_ptr<Tenant>> tenants;
+  std::atomic<long> pending{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  void hold() { pending.fetch_add(1, std::memory_order_relaxed); }
+  void release() {
+    // acq_rel: the waiter reads tenant state written before the release.
+    if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> g(mu);
+      cv.notify_all();
+    }
+  }
+  void wait_idle() {
+    std::unique_lock<std::mutex> g(mu);
+    cv.wait(g, [this] { return pending.load(std::memory_order_acquire) == 0; });
+  }
+};
+
+// A pending JS callback: postTask, yield, timers, microtasks, promise jobs.
+struct Call {
+  Tenant *t;
+  JS::PersistentRooted<JSObject *> fn, promise;
+  pts_signal *sig = nullptr;
+  uint64_t timer_id = 0;
+  Call(Tenant *tt, JSContext *cx) : t(tt), fn(cx), promise(cx) {}
+};
+
+// ---- output and errors ----
+
+void emit(Tenant *t, int stream, const std::string &text) {
+  if (t->host->opts.capture) {
+    std::string pre = stream == 2 ? "E: " : "";
+    size_t at = 0;
+    while (at <= text.size()) {
+      size_t nl = text.find('\n', at);
+      if (nl == std::string::npos) nl = text.size();
+      t->out += pre + text.substr(at, nl - at) + "\n";
+      at = nl + 1;
+    }
+    return;
+  }
+  std::string line = t->host->tenants.size() > 1 ? "[" + t->name + "] " : "";
+  line += text + "\n";
+  FILE *f = stream == 2 ? stderr : stdout;
+  fwrite(line.data(), 1, line.size(), f);
+  fflush(f);
+}
+
+std::string to_utf8(JSContext *cx, JS::HandleValue v) {
+  JS::RootedString s(cx, JS::ToString(cx, v));
+  if (!s) {
+    JS_ClearPendingException(cx);
+    return "<unprintable>";
+  }
+  JS::UniqueChars c = JS_EncodeStringToUTF8(cx, s);
+  return c ? std::string(c.get()) : std::string("<unprintable>");
+}
+
+std::string describe(JSContext *cx, JS::HandleValue exc) {
+  std::string s = to_utf8(cx, exc);
+  if (exc.isObject()) {
+    JS::RootedObject o(cx, &exc.toObject());
+    JS::RootedValue st(cx);
+    if (JS_GetProperty(cx, o, "stack", &st) && st.isString()) {
+      std::string stack = to_utf8(cx, st);
+      while (!stack.empty() && stack.back() == '\n') stack.pop_back();
+      if (!stack.empty()) s += "\n" + stack;
+    }
+    JS_ClearPendingException(cx);
+  }
+  return s;
+}
+
+void report(Tenant *t, const char *what, JS::HandleValue exc) {
+  t->failed = true;
+  emit(t, 2, t->name + ": " + what + " " + describe(t->cx, exc));
+}
+
+// The pending exception (or an uncatchable stop) of a JS call that failed.
+void report_pending(Tenant *t) {
+  JSContext *cx = t->cx;
+  JS::RootedValue exc(cx);
+  if (JS_IsExceptionPending(cx) && JS_GetPendingException(cx, &exc)) {
+    JS_ClearPendingException(cx);
+    report(t, "Uncaught", exc);
+  } else {
+    t->failed = true;
+    emit(t, 2, t->name + ": uncatchable error (out of memory or stack)");
+  }
+}
+
+Tenant *tenant_of(JSContext *cx) {
+  JSObject *g = JS::CurrentGlobalOrNull(cx);
+  return g ? JS::GetMaybePtrFromReservedSlot<Tenant>(g, 0) : nullptr;
+}
+
+bool make_error(JSContext *cx, Tenant *t, const char *name, const char *msg,
+                JS::MutableHandleValue out) {
+  JS::RootedValueArray<2> args(cx);
+  args[0].setString(JS_NewStringCopyZ(cx, name));
+  args[1].setString(JS_NewStringCopyZ(cx, msg ? msg : ""));
+  if (!args[0].toString() || !args[1].toString()) return false;
+  JS::RootedValue f(cx, JS::ObjectValue(*t->make_error));
+  return JS::Call(cx, JS::UndefinedHandleValue, f, args, out);
+}
+
+// Throws the JS form of a library code; returns false for the native.
+bool throw_code(JSContext *cx, int code, const char *msg = nullptr) {
+  Tenant *t = tenant_of(cx);
+  const char *name = pts_err_dom_name(code);
+  JS::RootedValue e(cx);
+  if (t && make_error(cx, t, name ? name : "Error", msg ? msg : pts_strerror(code), &e)) {
+    JS_SetPendingException(cx, e);
+  }
+  return false;
+}
+
+bool to_js(JSContext *cx, Tenant *t, pts_value v, JS::MutableHandleValue out) {
+  switch (v.kind) {
+    case PTS_VALUE_INT:
+      out.setNumber(static_cast<double>(v.u.i));
+      return true;
+    case PTS_VALUE_DOUBLE:
+      out.setNumber(v.u.d);
+      return true;
+    case PTS_VALUE_BOX:
+      out.set(static_cast<JsBox *>(pts_value_pointer(v))->v);
+      return true;
+    case PTS_VALUE_ERROR: {
+      auto it = t->errs.find(v.u.error);
+      if (it != t->errs.end()) {
+        out.set(it->second->js);
+        return true;
+      }
+      if (!make_error(cx, t, pts_error_name(v), pts_error_message(v), out)) return false;
+      auto e = std::make_unique<ErrEntry>();
+      e->v = pts_value_copy(v);
+      e->js.init(cx, out);
+      t->errs.emplace(v.u.error, std::move(e));
+      return true;
+    }
+    default:
+      out.setUndefined();
+      return true;
+  }
+}
+
+void box_free(void *p) { delete static_cast<JsBox *>(p); }
+
+// An abort reason for the library: undefined means "make an AbortError".
+bool reason_value(JSContext *cx, JS::HandleValue v, pts_value *out) {
+  if (v.isUndefined()) {
+    *out = pts_undefined();
+    return true;
+  }
+  auto *b = new JsBox;
+  b->v.init(cx, v);
+  *out = pts_box_value(b, box_free);
+  if (out->kind != PTS_VALUE_BOX) {
+    delete b;
+    JS_ReportOutOfMemory(cx);
+    return false;
+  }
+  return true;
+}
+
+// ---- handles (invariant 4) ----
+
+void on_event(void *data, const pts_event *ev);
+
+void release_handle(HandleData *d) {
+  if (d->listening) {
+    pts_signal_remove_listener(d->sig, PTS_EVENT_ABORT, on_event, d);
+    if (pts_signal_is_task_signal(d->sig)) {
+      pts_signal_remove_listener(d->sig, PTS_EVENT_PRIORITYCHANGE, on_event, d);
+    }
+    d->listening = false;
+  }
+  d->observed.reset();
+  pts_signal_unref(d->sig);
+  pts_controller_unref(d->ctl);
+  d->sig = nullptr;
+  d->ctl = nullptr;
+}
+
+void handle_finalize(JS::GCContext *, JSObject *obj) {
+  auto *d = JS::GetMaybePtrFromReservedSlot<HandleData>(obj, 0);
+  if (!d) return;
+  if (d->t) {
+    d->t->live.erase(d);
+    d->t->graveyard.push_back(d);  // released at the tenant's next callback
+  } else {
+    delete d;
+  }
+}
+
+const JSClassOps handle_ops = {nullptr, nullptr, nullptr, nullptr, nullptr,
+                               nullptr, handle_finalize, nullptr, nullptr,
+                               nullptr};
+const JSClass handle_class = {
+    "PtsHandle", JSCLASS_HAS_RESERVED_SLOTS(1) | JSCLASS_FOREGROUND_FINALIZE,
+    &handle_ops, nullptr, nullptr, nullptr};
+
+void reap(Tenant *t) {
+  while (!t->graveyard.empty()) {
+    HandleData *d = t->graveyard.back();
+    t->graveyard.pop_back();
+    release_handle(d);
+    delete d;
+  }
+}
+
+bool new_handle(JSContext *cx, Tenant *t, pts_signal *sig, pts_controller *ctl,
+                JS::MutableHandleValue out) {
+  JSObject *o = JS_NewObject(cx, &handle_class);
+  if (!o) {
+    pts_signal_unref(sig);
+    pts_controller_unref(ctl);
+    return false;
+  }
+  auto *d = new HandleData;
+  d->t = t;
+  d->sig = sig;
+  d->ctl = ctl;
+  JS::SetReservedSlot(o, 0, JS::PrivateValue(d));
+  t->live.insert(d);
+  out.setObject(*o);
+  return true;
+}
+
+HandleData *handle_arg(JSContext *cx, JS::HandleValue v, bool controller) {
+  if (v.isObject() && JS::GetClass(&v.toObject()) == &handle_class) {
+    auto *d = JS::GetMaybePtrFromReservedSlot<HandleData>(&v.toObject(), 0);
+    if (d && d->t && (controller ? d->ctl != nullptr : d->sig != nullptr)) return d;
+  }
+  JS_ReportErrorASCII(cx, "not a %s handle", controller ? "controller" : "signal");
+  return nullptr;
+}
+
+// The one library listener of an observed signal: hands the event to the
+// prelude's dispatch, so JS listeners run where the library fires.
+void on_event(void *data, const pts_event *ev) {
+  auto *d = static_cast<HandleData *>(data);
+  Tenant *t = d->t;
+  if (!t || !t->alive || !d->observed.initialized() || !d->observed) return;
+  JSContext *cx = t->cx;
+  JSAutoRealm ar(cx, t->gobj);
+  JS::RootedValueArray<3> args(cx);
+  args[0].setObject(*d->observed);
+  JSString *type = JS_NewStringCopyZ(cx, ev->type_name);
+  if (!type) return report_pending(t);
+  args[1].setString(type);
+  const char *prev = pts_priority_name(ev->previous_priority);
+  if (ev->type == PTS_EVENT_PRIORITYCHANGE && prev) {
+    JSString *p = JS_NewStringCopyZ(cx, prev);
+    if (!p) return report_pending(t);
+    args[2].setString(p);
+  }
+  JS::RootedValue f(cx, JS::ObjectValue(*t->fire)), rv(cx);
+  if (!JS::Call(cx, JS::UndefinedHandleValue, f, args, &rv)) report_pending(t);
+}
+
+// ---- the job queue (invariant 3) ----
+
+void run_call_as_job(void *data, int status);
+
+class HostJobQueue final : public JS::JobQueue {
+ public:
+  JSObject *getIncumbentGlobal(JSContext *cx) override {
+    return JS::CurrentGlobalOrNull(cx);
+  }
+  bool enqueuePromiseJob(JSContext *cx, JS::HandleObject, JS::HandleObject job,
+                         JS::HandleObject, JS::HandleObject) override {
+    Tenant *t = tenant_of(cx);
+    if (!t || !t->alive) return true;  // a realm being torn down: dropped
+    auto *c = new Call(t, cx);
+    c->fn = job;
+    t->host->hold();
+    if (pts_queue_microtask(t->loop, run_call_as_job, c) != 0) {
+      t->host->release();
+      delete c;
+      JS_ReportOutOfMemory(cx);
+      return false;
+    }
+    return true;
+  }
+  // Checkpoints belong to the loop; the debugger's interruptions have nothing
+  // of ours to run.
+  void runJobs(JSContext *) override {}
+  bool empty() const override { return true; }
+
+ private:
+  struct Saved : SavedJobQueue {};
+  js::UniquePtr<SavedJobQueue> saveJobQueue(JSContext *) override {
+    return js::MakeUnique<Saved>();
+  }
+};
+
+void on_rejection(JSContext *cx, bool, JS::HandleObject promise,
+                  JS::PromiseRejectionHandlingState state, void *) {
+  Tenant *t = tenant_of(cx);
+  if (!t || !t->alive) return;
+  if (state == JS::PromiseRejectionHandlingState::Unhandled) {
+    t->rejections.push_back(std::make_unique<JS::PersistentRooted<JSObject *>>(cx, promise));
+    return;
+  }
+  for (auto it = t->rejections.begin(); it != t->rejections.end(); ++it) {
+    if (**it == promise) {
+      t->rejections.erase(it);
+      return;
+    }
+  }
+}
+
+struct ThreadState {
+  JSContext *cx = nullptr;
+  HostJobQueue *queue = nullptr;
+  ~ThreadState() {
+    if (cx) JS_DestroyContext(cx);
+    delete queue;
+  }
+};
+thread_local ThreadState tls;
+
+JSContext *thread_cx() {
+  if (tls.cx) return tls.cx;
+  JSContext *cx = JS_NewContext(JS::DefaultHeapMaxBytes);
+  if (!cx) return nullptr;
+  // One runtime holds every realm of its thread: the default heap limit
+  // (32 MiB) is per runtime, and 32 tenants of host/bench/tasks.js on one
+  // thread ran out of it. No limit but memory, as the js shell does.
+  JS_SetGCParameter(cx, JSGC_MAX_BYTES, 0xffffffff);
+  // Pool threads have the default 8 MiB stack; stay well inside it.
+  JS_SetNativeStackQuota(cx, 1024 * 1024);
+  if (!JS::InitSelfHostedCode(cx)) {
+    JS_DestroyContext(cx);
+    return nullptr;
+  }
+  tls.cx = cx;
+  tls.queue = new HostJobQueue;
+  JS::SetJobQueue(cx, tls.queue);
+  JS::SetPromiseRejectionTrackerCallback(cx, on_rejection, nullptr);
+  return cx;
+}
+
+// ---- callbacks from the library ----
+
+// Calls fn(); an exception is the tenant's uncaught error.
+void call_reporting(Tenant *t, JS::HandleObject fn) {
+  JSContext *cx = t->cx;
+  JS::RootedValue f(cx, JS::ObjectValue(*fn)), rv(cx);
+  if (!JS::Call(cx, JS::UndefinedHandleValue, f, JS::HandleValueArray::empty(), &rv)) {
+    report_pending(t);
+  }
+}
+
+void run_call_as_job(void *data, int status) {
+  auto *c = static_cast<Call *>(data);
+  Tenant *t = c->t;
+  if (status == 0 && t->alive) {
+    JSAutoRealm ar(t->cx, t->gobj);
+    JS::RootedObject fn(t->cx, c->fn);
+    call_reporting(t, fn);
+    reap(t);
+  }
+  delete c;
+  t->host->release();
+}
+
+void post_fn(void *data, int status) {
+  auto *c = static_cast<Call *>(data);
+  Tenant *t = c->t;
+  if ((status == 0 || status == PTS_EABORT) && t->alive) {
+    JSContext *cx = t->cx;
+    JSAutoRealm ar(cx, t->gobj);
+    JS::RootedObject p(cx, c->promise);
+    JS::RootedValue v(cx);
+    bool ok;
+    if (status == 0) {
+      JS::RootedValue f(cx, JS::ObjectValue(*c->fn));
+      if (JS::Call(cx, JS::UndefinedHandleValue, f, JS::HandleValueArray::empty(), &v)) {
+        ok = JS::ResolvePromise(cx, p, v);
+      } else if (JS_IsExceptionPending(cx) && JS_GetPendingException(cx, &v)) {
+        JS_ClearPendingException(cx);
+        ok = JS::RejectPromise(cx, p, v);
+      } else {
+        ok = false;
+      }
+    } else {
+      ok = to_js(cx, t, pts_signal_reason(c->sig), &v) && JS::RejectPromise(cx, p, v);
+    }
+    if (!ok) report_pending(t);
+    reap(t);
+  }
+  // A cancelled task is released while its loop is freed: the signal goes
+  // with the loop.
+  if (status != PTS_ECANCELED) pts_signal_unref(c->sig);
+  delete c;
+  t->host->release();
+}
+
+pts_value yield_settle(Call *c, pts_value arg, bool fulfil) {
+  Tenant *t = c->t;
+  if (!t->alive) return pts_undefined();
+  JSContext *cx = t->cx;
+  JSAutoRealm ar(cx, t->gobj);
+  JS::RootedObject p(cx, c->promise);
+  JS::RootedValue v(cx);
+  bool ok = fulfil ? JS::ResolvePromise(cx, p, JS::UndefinedHandleValue)
+                   : to_js(cx, t, arg, &v) && JS::RejectPromise(cx, p, v);
+  if (!ok) report_pending(t);
+  reap(t);
+  return pts_undefined();
+}
+pts_value yield_ok(void *data, pts_value arg) { return yield_settle(static_cast<Call *>(data), arg, true); }
+pts_value yield_fail(void *data, pts_value arg) { return yield_settle(static_cast<Call *>(data), arg, false); }
+void yield_done(void *data) {
+  auto *c = static_cast<Call *>(data);
+  Host *h = c->t->host;
+  delete c;
+  h->release();
+}
+
+void timer_fn(void *data, int status) {
+  auto *c = static_cast<Call *>(data);
+  c->t->timers.erase(c->timer_id);
+  run_call_as_job(data, status);
+}
+
+// ---- the natives the prelude calls (native.*) ----
+
+#define NATIVE(name) bool name(JSContext *cx, unsigned argc, JS::Value *vp)
+#define ARGS                                   \
+  JS::CallArgs args = JS::CallArgsFromVp(argc, vp); \
+  Tenant *t = tenant_of(cx);                   \
+  if (!t) return false
+// A native whose first argument is a signal handle, as d.
+#define SIGNAL_ARGS                                             \
+  ARGS;                                                         \
+  HandleData *d = handle_arg(cx, args.get(0), false);           \
+  if (!d) return false
+
+bool priority_arg(JSContext *cx, JS::HandleValue v, int *out) {
+  if (v.isUndefined()) {
+    *out = PTS_PRIORITY_UNSET;
+    return true;
+  }
+  std::string s = v.isString() ? to_utf8(cx, v) : std::string();
+  pts_priority p;
+  if (!v.isString() || pts_priority_parse(s.c_str(), &p) != 0) {
+    return throw_code(cx, PTS_ETYPE, ("'" + s + "' is not a valid TaskPriority").c_str());
+  }
+  *out = p;
+  return true;
+}
+
+bool set_priority_name(JSContext *cx, int p, JS::MutableHandleValue out) {
+  JSString *s = JS_NewStringCopyZ(cx, pts_priority_name(p));
+  if (!s) return false;
+  out.setString(s);
+  return true;
+}
+
+NATIVE(n_checkPriority) {
+  ARGS;
+  int p;
+  if (!priority_arg(cx, args.get(0), &p)) return false;
+  return set_priority_name(cx, p, args.rval());
+}
+
+NATIVE(n_now) {
+  ARGS;
+  args.rval().setNumber(static_cast<double>(pts_loop_now(t->loop) - t->t0) / 1e6);
+  return true;
+}
+
+NATIVE(n_timeOrigin) {
+  ARGS;
+  args.rval().setNumber(static_cast<double>(t->t0) / 1e6);
+  return true;
+}
+
+NATIVE(n_controllerNew) {
+  ARGS;
+  pts_controller *c;
+  int rc;
+  if (args.get(0).isUndefined()) {
+    rc = pts_abort_controller_new(t->loop, &c);
+  } else {
+    int p;
+    if (!priority_arg(cx, args.get(0), &p)) return false;
+    rc = pts_task_controller_new(t->loop, p, &c);
+  }
+  if (rc != 0) return throw_code(cx, rc);
+  return new_handle(cx, t, nullptr, c, args.rval());
+}
+
+NATIVE(n_controllerSignal) {
+  ARGS;
+  HandleData *d = handle_arg(cx, args.get(0), true);
+  if (!d) return false;
+  pts_signal *s = pts_controller_signal(d->ctl);
+  pts_signal_ref(s);
+  return new_handle(cx, t, s, nullptr, args.rval());
+}
+
+NATIVE(n_controllerAbort) {
+  ARGS;
+  HandleData *d = handle_arg(cx, args.get(0), true);
+  if (!d) return false;
+  pts_value r;
+  if (!reason_value(cx, args.get(1), &r)) return false;
+  int rc = pts_controller_abort(d->ctl, r.kind == PTS_VALUE_UNDEFINED ? nullptr : &r);
+  pts_value_release(r);
+  args.rval().setUndefined();
+  return rc == 0 ? true : throw_code(cx, rc);
+}
+
+NATIVE(n_controllerSetPriority) {
+  ARGS;
+  HandleData *d = handle_arg(cx, args.get(0), true);
+  if (!d) return false;
+  int p;
+  if (!priority_arg(cx, args.get(1), &p)) return false;
+  int rc = pts_controller_set_priority(d->ctl, p);
+  args.rval().setUndefined();
+  if (rc == PTS_ENOTALLOWED) {
+    return throw_code(cx, rc, "setPriority() during this signal's prioritychange dispatch");
+  }
+  return rc == 0 ? true : throw_code(cx, rc);
+}
+
+NATIVE(n_signalAborted) {
+  SIGNAL_ARGS;
+  args.rval().setBoolean(pts_signal_aborted(d->sig));
+  return true;
+}
+
+NATIVE(n_signalReason) {
+  SIGNAL_ARGS;
+  return to_js(cx, t, pts_signal_reason(d->sig), args.rval());
+}
+
+NATIVE(n_signalPriority) {
+  SIGNAL_ARGS;
+  int p = pts_signal_priority(d->sig);
+  if (p < 0) return throw_code(cx, PTS_ETYPE, "not a TaskSignal");
+  return set_priority_name(cx, p, args.rval());
+}
+
+NATIVE(n_signalIsTask) {
+  SIGNAL_ARGS;
+  args.rval().setBoolean(pts_signal_is_task_signal(d->sig));
+  return true;
+}
+
+NATIVE(n_signalAbort) {
+  ARGS;
+  pts_value r;
+  if (!reason_value(cx, args.get(0), &r)) return false;
+  pts_signal *s;
+  int rc = pts_signal_abort_new(t->loop, r.kind == PTS_VALUE_UNDEFINED ? nullptr : &r, &s);
+  pts_value_release(r);
+  if (rc != 0) return throw_code(cx, rc);
+  return new_handle(cx, t, s, nullptr, args.rval());
+}
+
+NATIVE(n_signalTimeout) {
+  ARGS;
+  double ms = args.get(0).isNumber() ? args.get(0).toNumber() : 0;
+  pts_signal *s;
+  int rc = pts_signal_timeout_new(t->global, static_cast<uint64_t>(ms), &s);
+  if (rc != 0) return throw_code(cx, rc);
+  return new_handle(cx, t, s, nullptr, args.rval());
+}
+
+// signalAny(handles[], isTask, priority name | null, source handle | null)
+NATIVE(n_signalAny) {
+  ARGS;
+  if (!args.get(0).isObject()) return throw_code(cx, PTS_ETYPE, "signals");
+  JS::RootedObject arr(cx, &args.get(0).toObject());
+  uint32_t n;
+  if (!JS::GetArrayLength(cx, arr, &n)) return false;
+  std::vector<pts_signal *> sigs(n);
+  JS::RootedValue e(cx);
+  for (uint32_t i = 0; i < n; i++) {
+    if (!JS_GetElement(cx, arr, i, &e)) return false;
+    HandleData *d = handle_arg(cx, e, false);
+    if (!d) return false;
+    sigs[i] = d->sig;
+  }
+  pts_signal *out;
+  int rc;
+  if (args.get(1).isTrue()) {
+    pts_task_signal_any_init init = PTS_TASK_SIGNAL_ANY_INIT;
+    if (args.get(3).isObject()) {
+      HandleData *src = handle_arg(cx, args.get(3), false);
+      if (!src) return false;
+      init.priority_source = src->sig;
+    } else if (!priority_arg(cx, args.get(2), &init.priority)) {
+      return false;
+    }
+    rc = pts_task_signal_any(t->loop, sigs.data(), n, &init, &out);
+  } else {
+    rc = pts_signal_any(t->loop, sigs.data(), n, &out);
+  }
+  if (rc != 0) return throw_code(cx, rc);
+  return new_handle(cx, t, out, nullptr, args.rval());
+}
+
+// observe(handle, wrapper | null): the portal listener on or off.
+NATIVE(n_observe) {
+  SIGNAL_ARGS;
+  args.rval().setUndefined();
+  if (args.get(1).isObject()) {
+    if (!d->observed.initialized()) d->observed.init(cx);
+    d->observed = &args.get(1).toObject();
+    if (!d->listening) {
+      int rc = pts_signal_add_listener(d->sig, PTS_EVENT_ABORT, on_event, d, false);
+      if (rc == 0 && pts_signal_is_task_signal(d->sig)) {
+        rc = pts_signal_add_listener(d->sig, PTS_EVENT_PRIORITYCHANGE, on_event, d, false);
+        if (rc != 0) pts_signal_remove_listener(d->sig, PTS_EVENT_ABORT, on_event, d);
+      }
+      if (rc != 0) {
+        d->observed.reset();
+        return throw_code(cx, rc);
+      }
+      d->listening = true;
+    }
+  } else if (d->listening) {
+    pts_signal_remove_listener(d->sig, PTS_EVENT_ABORT, on_event, d);
+    if (pts_signal_is_task_signal(d->sig)) {
+      pts_signal_remove_listener(d->sig, PTS_EVENT_PRIORITYCHANGE, on_event, d);
+    }
+    d->listening = false;
+    d->observed.reset();
+  }
+  return true;
+}
+
+// postTask(callback, priority | undefined, signal handle | null, delay)
+NATIVE(n_postTask) {
+  ARGS;
+  if (!args.get(0).isObject()) return throw_code(cx, PTS_ETYPE, "callback");
+  pts_post_options o = PTS_POST_OPTIONS_INIT;
+  if (!priority_arg(cx, args.get(1), &o.priority)) return false;
+  if (args.get(2).isObject()) {
+    HandleData *d = handle_arg(cx, args.get(2), false);
+    if (!d) return false;
+    o.signal = d->sig;
+  }
+  o.delay_ms = args.get(3).isNumber() ? static_cast<int64_t>(args.get(3).toNumber()) : 0;
+  JS::RootedObject p(cx, JS::NewPromiseObject(cx, nullptr));
+  if (!p) return false;
+  auto *c = new Call(t, cx);
+  c->fn = &args.get(0).toObject();
+  c->promise = p;
+  c->sig = o.signal;
+  pts_signal_ref(c->sig);
+  int rc = pts_scheduler_post(t->sched, post_fn, c, &o);
+  if (rc == 0) {
+    t->host->hold();
+  } else {
+    JS::RootedValue r(cx);
+    bool ok = rc == PTS_EABORT ? to_js(cx, t, pts_signal_reason(o.signal), &r)
+                               : (throw_code(cx, rc), JS_GetPendingException(cx, &r));
+    JS_ClearPendingException(cx);
+    pts_signal_unref(c->sig);
+    delete c;
+    if (!ok || !JS::RejectPromise(cx, p, r)) return false;
+  }
+  args.rval().setObject(*p);
+  return true;
+}
+
+// yield(priority | 'inherit' | undefined, signal handle | 'inherit' | undefined)
+NATIVE(n_yield) {
+  ARGS;
+  pts_yield_options o = PTS_YIELD_OPTIONS_INIT;
+  JS::HandleValue pv = args.get(0), sv = args.get(1);
+  bool none = pv.isUndefined() && sv.isUndefined();
+  if (pv.isString() && to_utf8(cx, pv) == "inherit") {
+    o.priority = PTS_PRIORITY_INHERIT;
+  } else if (!priority_arg(cx, pv, &o.priority)) {
+    return false;
+  }
+  if (sv.isString()) {
+    o.signal_inherit = 1;
+  } else if (sv.isObject()) {
+    HandleData *d = handle_arg(cx, sv, false);
+    if (!d) return false;
+    o.signal = d->sig;
+  }
+  JS::RootedObject p(cx, JS::NewPromiseObject(cx, nullptr));
+  if (!p) return false;
+  pts_promise *yp;
+  int rc = pts_scheduler_yield(t->sched, none ? nullptr : &o, &yp);
+  if (rc != 0) {
+    JS::RootedValue r(cx);
+    throw_code(cx, rc);
+    if (!JS_GetPendingException(cx, &r)) return false;
+    JS_ClearPendingException(cx);
+    if (!JS::RejectPromise(cx, p, r)) return false;
+    args.rval().setObject(*p);
+    return true;
+  }
+  auto *c = new Call(t, cx);
+  c->promise = p;
+  rc = pts_promise_then(yp, yield_ok, yield_fail, c, yield_done, nullptr);
+  pts_promise_unref(yp);
+  if (rc != 0) {
+    delete c;
+    return throw_code(cx, rc);
+  }
+  t->host->hold();
+  args.rval().setObject(*p);
+  return true;
+}
+
+NATIVE(n_setTimeout) {
+  ARGS;
+  if (!args.get(0).isObject()) return throw_code(cx, PTS_ETYPE, "callback");
+  double ms = args.get(1).isNumber() ? args.get(1).toNumber() : 0;
+  auto *c = new Call(t, cx);
+  c->fn = &args.get(0).toObject();
+  int rc = pts_timer_start(t->global, static_cast<uint64_t>(ms), timer_fn, c, &c->timer_id);
+  if (rc != 0) {
+    delete c;
+    return throw_code(cx, rc);
+  }
+  t->host->hold();
+  t->timers[c->timer_id] = c;
+  args.rval().setNumber(static_cast<double>(c->timer_id));
+  return true;
+}
+
+NATIVE(n_clearTimeout) {
+  ARGS;
+  args.rval().setUndefined();
+  if (!args.get(0).isNumber()) return true;
+  uint64_t id = static_cast<uint64_t>(args.get(0).toNumber());
+  auto it = t->timers.find(id);
+  if (it == t->timers.end()) return true;
+  if (pts_timer_cancel(t->global, id) == 0) {
+    delete it->second;
+    t->timers.erase(it);
+    t->host->release();
+  }
+  return true;
+}
+
+NATIVE(n_queueMicrotask) {
+  ARGS;
+  if (!args.get(0).isObject()) return throw_code(cx, PTS_ETYPE, "callback");
+  auto *c = new Call(t, cx);
+  c->fn = &args.get(0).toObject();
+  t->host->hold();
+  int rc = pts_queue_microtask(t->loop, run_call_as_job, c);
+  if (rc != 0) {
+    t->host->release();
+    delete c;
+    return throw_code(cx, rc);
+  }
+  args.rval().setUndefined();
+  return true;
+}
+
+NATIVE(n_print) {
+  ARGS;
+  int stream = args.get(0).isInt32() ? args.get(0).toInt32() : 1;
+  emit(t, stream, to_utf8(cx, args.get(1)));
+  args.rval().setUndefined();
+  return true;
+}
+
+NATIVE(n_reportError) {
+  ARGS;
+  report(t, "Uncaught", args.get(0));
+  args.rval().setUndefined();
+  return true;
+}
+
+NATIVE(n_tenantName) {
+  ARGS;
+  JSString *s = JS_NewStringCopyUTF8Z(cx, JS::ConstUTF8CharsZ(t->name.c_str(), t->name.size()));
+  if (!s) return false;
+  args.rval().setString(s);
+  return true;
+}
+
+NATIVE(n_tenantNames) {
+  ARGS;
+  JS::RootedObject arr(cx, JS::NewArrayObject(cx, t->host->tenants.size()));
+  if (!arr) return false;
+  for (size_t i = 0; i < t->host->tenants.size(); i++) {
+    const std::string &n = t->host->tenants[i]->name;
+    JS::RootedValue v(cx, JS::StringValue(JS_NewStringCopyUTF8Z(cx, JS::ConstUTF8CharsZ(n.c_str(), n.size()))));
+    if (!v.toString() || !JS_SetElement(cx, arr, i, v)) return false;
+  }
+  args.rval().setObject(*arr);
+  return true;
+}
+
+struct Msg {
+  Tenant *to;
+  std::string from, json;
+};
+
+pts_value msg_fn(void *data, int status) {
+  auto *m = static_cast<Msg *>(data);
+  Tenant *t = m->to;
+  if (status == 0 && t->alive) {
+    JSContext *cx = t->cx;
+    JSAutoRealm ar(cx, t->gobj);
+    JS::RootedValueArray<2> a(cx);
+    JSString *from = JS_NewStringCopyUTF8Z(cx, JS::ConstUTF8CharsZ(m->from.c_str(), m->from.size()));
+    JSString *json = JS_NewStringCopyUTF8Z(cx, JS::ConstUTF8CharsZ(m->json.c_str(), m->json.size()));
+    if (from && json) {
+      a[0].setString(from);
+      a[1].setString(json);
+      JS::RootedValue f(cx, JS::ObjectValue(*t->deliver)), rv(cx);
+      if (!JS::Call(cx, JS::UndefinedHandleValue, f, a, &rv)) report_pending(t);
+    } else {
+      report_pending(t);
+    }
+    reap(t);
+  }
+  Host *h = t->host;
+  delete m;
+  h->release();
+  return pts_undefined();
+}
+
+// postMessage(name, json): a postTask into the target agent, from any thread.
+NATIVE(n_postMessage) {
+  ARGS;
+  std::string name = to_utf8(cx, args.get(0));
+  Tenant *to = nullptr;
+  for (auto &x : t->host->tenants) {
+    if (x->name == name) to = x.get();
+  }
+  if (!to) return throw_code(cx, PTS_ENOTFOUND, ("no tenant named " + name).c_str());
+  auto *m = new Msg{to, t->name, to_utf8(cx, args.get(1))};
+  t->host->hold();
+  int rc = pts_agent_post_task(to->agent, nullptr, msg_fn, m, nullptr, nullptr, nullptr);
+  if (rc != 0) {
+    delete m;
+    t->host->release();
+    return throw_code(cx, rc);
+  }
+  args.rval().setUndefined();
+  return true;
+}
+
+const JSFunctionSpec natives[] = {
+    JS_FN("checkPriority", n_checkPriority, 1, 0),
+    JS_FN("now", n_now, 0, 0),
+    JS_FN("timeOrigin", n_timeOrigin, 0, 0),
+    JS_FN("controllerNew", n_controllerNew, 1, 0),
+    JS_FN("controllerSignal", n_controllerSignal, 1, 0),
+    JS_FN("controllerAbort", n_controllerAbort, 2, 0),
+    JS_FN("controllerSetPriority", n_controllerSetPriority, 2, 0),
+    JS_FN("signalAborted", n_signalAborted, 1, 0),
+    JS_FN("signalReason", n_signalReason, 1, 0),
+    JS_FN("signalPriority", n_signalPriority, 1, 0),
+    JS_FN("signalIsTask", n_signalIsTask, 1, 0),
+    JS_FN("signalAbort", n_signalAbort, 1, 0),
+    JS_FN("signalTimeout", n_signalTimeout, 1, 0),
+    JS_FN("signalAny", n_signalAny, 4, 0),
+    JS_FN("observe", n_observe, 2, 0),
+    JS_FN("postTask", n_postTask, 4, 0),
+    JS_FN("yield", n_yield, 2, 0),
+    JS_FN("setTimeout", n_setTimeout, 2, 0),
+    JS_FN("clearTimeout", n_clearTimeout, 1, 0),
+    JS_FN("queueMicrotask", n_queueMicrotask, 1, 0),
+    JS_FN("print", n_print, 2, 0),
+    JS_FN("reportError", n_reportError, 1, 0),
+    JS_FN("tenantName", n_tenantName, 0, 0),
+    JS_FN("tenantNames", n_tenantNames, 0, 0),
+    JS_FN("postMessage", n_postMessage, 2, 0),
+    JS_FS_END};
+
+// ---- tenant lifecycle ----
+
+const JSClass global_class = {"global", JSCLASS_GLOBAL_FLAGS_WITH_SLOTS(1),
+                              &JS::DefaultGlobalClassOps, nullptr, nullptr,
+                              nullptr};
+
+bool evaluate(JSContext *cx, const char *file, const char *text, size_t len,
+              JS::MutableHandleValue rv) {
+  JS::CompileOptions co(cx);
+  co.setFileAndLine(file, 1);
+  JS::SourceText<mozilla::Utf8Unit> src;
+  if (!src.init(cx, text, len, JS::SourceOwnership::Borrowed)) return false;
+  return JS::Evaluate(cx, co, src, rv);
+}
+
+bool get_fn(JSContext *cx, JS::HandleObject hooks, const char *name,
+            JS::PersistentRooted<JSObject *> *out) {
+  JS::RootedValue v(cx);
+  if (!JS_GetProperty(cx, hooks, name, &v) || !v.isObject()) return false;
+  out->init(cx, &v.toObject());
+  return true;
+}
+
+// The tenant's first task, on its pool thread: context, realm, prelude,
+// script.
+pts_value start_fn(void *data, int status) {
+  auto *t = static_cast<Tenant *>(data);
+  Host *h = t->host;
+  if (status != 0) {
+    h->release();
+    return pts_undefined();
+  }
+  JSContext *cx = thread_cx();
+  if (!cx) {
+    t->failed = true;
+    emit(t, 2, t->name + ": could not create a JS context");
+    h->release();
+    return pts_undefined();
+  }
+  t->cx = cx;
+  t->loop = pts_agent_loop(t->agent);
+  t->global = pts_loop_default_global(t->loop);
+  t->sched = pts_global_scheduler(t->global);
+  t->t0 = pts_loop_now(t->loop);
+  JS::RealmOptions ro;
+  ro.creationOptions().setNewCompartmentAndZone();
+  JS::RootedObject g(cx, JS_NewGlobalObject(cx, &global_class, nullptr,
+                                            JS::FireOnNewGlobalHook, ro));
+  if (!g) {
+    t->failed = true;
+    emit(t, 2, t->name + ": could not create a realm");
+    h->release();
+    return pts_undefined();
+  }
+  JS::SetReservedSlot(g, 0, JS::PrivateValue(t));
+  t->gobj.init(cx, g);
+  t->alive = true;
+  {
+    JSAutoRealm ar(cx, g);
+    JS::RootedObject nat(cx, JS_NewPlainObject(cx));
+    JS::RootedValue fn(cx), hooksv(cx);
+    JS::RootedValueArray<2> a(cx);
+    bool ok = JS::InitRealmStandardClasses(cx) && nat &&
+              JS_DefineFunctions(cx, nat, natives) &&
+              evaluate(cx, "ptsched:prelude.js", kPrelude, sizeof kPrelude - 1, &fn);
+    if (ok) {
+      a[0].setObject(*nat);
+      a[1].setObject(*g);
+      ok = JS::Call(cx, JS::UndefinedHandleValue, fn, a, &hooksv) && hooksv.isObject();
+    }
+    if (ok) {
+      JS::RootedObject hooks(cx, &hooksv.toObject());
+      ok = get_fn(cx, hooks, "fire", &t->fire) &&
+           get_fn(cx, hooks, "makeError", &t->make_error) &&
+           get_fn(cx, hooks, "deliver", &t->deliver);
+    }
+    if (!ok) {
+      report_pending(t);
+    } else {
+      JS::RootedValue rv(cx);
+      for (const auto &pre : h->opts.preload) {
+        if (!evaluate(cx, pre.first.c_str(), pre.second.data(), pre.second.size(), &rv)) {
+          ok = false;
+          report_pending(t);
+          break;
+        }
+      }
+      if (ok && !evaluate(cx, t->filename.c_str(), t->source.data(), t->source.size(), &rv)) {
+        report_pending(t);
+      }
+    }
+    reap(t);
+  }
+  h->release();
+  return pts_undefined();
+}
+
+// On the tenant's thread, between two tasks, once all are idle: unhandled rejections are
+// reported, every library object JS held is released, the roots go.
+void teardown_fn(void *data, int status) {
+  auto *t = static_cast<Tenant *>(data);
+  Host *h = t->host;
+  if (status == 0 && t->alive) {
+    JSContext *cx = t->cx;
+    {
+      JSAutoRealm ar(cx, t->gobj);
+      for (auto &r : t->rejections) {
+        JS::RootedObject p(cx, *r);
+        JS::RootedValue reason(cx, JS::GetPromiseResult(p));
+        report(t, "Uncaught (in promise)", reason);
+      }
+      t->rejections.clear();
+      t->alive = false;
+      reap(t);
+      for (HandleData *d : t->live) {
+        release_handle(d);
+        d->t = nullptr;
+      }
+      t->live.clear();
+      for (auto &kv : t->timers) {
+        pts_timer_cancel(t->global, kv.first);
+        delete kv.second;
+      }
+      t->timers.clear();
+      t->errs.clear();
+    }
+    t->fire.reset();
+    t->make_error.reset();
+    t->deliver.reset();
+    JS::SetReservedSlot(t->gobj, 0, JS::UndefinedValue());
+    t->gobj.reset();
+  }
+  h->release();
+}
+
+}  // namespace
+
+bool init() { return JS_Init(); }
+void shutdown() { JS_ShutDown(); }
+
+uint64_t delay_quantile(const pts_agent_stats &s, double q) {
+  uint64_t total = 0;
+  for (uint64_t c : s.delay_hist) total += c;
+  if (total == 0) return 0;
+  uint64_t need = static_cast<uint64_t>(q * static_cast<double>(total) + 0.999999);
+  if (need == 0) need = 1;
+  uint64_t acc = 0;
+  for (int i = 0; i < PTS_DELAY_BUCKETS; i++) {
+    acc += s.delay_hist[i];
+    if (acc >= need) return uint64_t{2} << i;
+  }
+  return uint64_t{2} << (PTS_DELAY_BUCKETS - 1);
+}
+
+int run(const Options &opts, const std::vector<TenantSpec> &specs,
+        std::vector<Result> *results) {
+  Host h;
+  h.opts = opts;
+  pts_pool_options po = {};
+  po.threads = opts.threads;
+  po.policy = opts.policy;
+  po.balance = false;  // a realm cannot leave its thread's context
+  pts_pool *pool;
+  int rc = pts_pool_new(&po, &pool);
+  if (rc != 0) return rc;
+  unsigned nth = pts_pool_threads(pool);
+  for (size_t i = 0; i < specs.size(); i++) {
+    auto t = std::make_unique<Tenant>();
+    t->host = &h;
+    t->index = i;
+    t->name = specs[i].name;
+    t->filename = specs[i].filename;
+    t->source = specs[i].source;
+    std::string origin = "tenant-" + std::to_string(i) + "-" + t->name;
+    pts_agent_options ao = PTS_AGENT_OPTIONS_INIT;
+    ao.origin = origin.c_str();
+    ao.thread = static_cast<int>(i % nth);
+    ao.pinned = true;
+    t->thread = ao.thread;
+    rc = pts_agent_new(pool, &ao, &t->agent);
+    if (rc != 0) break;
+    pts_agent_set_delay_stats(t->agent, true);
+    h.tenants.push_back(std::move(t));
+  }
+  if (rc == 0) {
+    for (auto &t : h.tenants) {
+      h.hold();
+      if (pts_agent_post_task(t->agent, nullptr, start_fn, t.get(), nullptr, nullptr, nullptr) != 0) {
+        h.release();
+      }
+    }
+    h.wait_idle();
+    // The teardown is not a task (it would count as one): it runs at the
+    // tenant's next inbox drain.
+    for (auto &t : h.tenants) {
+      h.hold();
+      if (!t->loop || pts_loop_call_from_any_thread(t->loop, teardown_fn, t.get()) != 0) {
+        h.release();
+      }
+    }
+    h.wait_idle();
+  }
+  // The counters of a step are added when the step ends, after the callback
+  // that released the last pending count: read them once the agent is
+  // destroyed, when no step of it can be running.
+  for (auto &t : h.tenants) {
+    pts_agent_destroy(t->agent, true);
+    pts_agent_get_stats(t->agent, &t->stats);
+  }
+  pts_pool_shutdown(pool);
+  if (results) {
+    results->clear();
+    for (auto &t : h.tenants) {
+      Result r;
+      r.name = t->name;
+      r.thread = t->thread;
+      r.failed = t->failed;
+      r.out = t->out;
+      r.stats = t->stats;
+      results->push_back(std::move(r));
+    }
+  }
+  for (auto &t : h.tenants) pts_agent_unref(t->agent);
+  return rc;
+}
+
+}  // namespace ptsh

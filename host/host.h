@@ -1,0 +1,63 @@
+// host/host.h: the multi-tenant JavaScript host as a library (docs/host.md).
+// ptsh::run() runs tenant scripts, each a SpiderMonkey realm in its own
+// compartment on one ptsched agent, until every tenant is idle, then returns
+// their statistics and output. The ptsched-host program (main.cc) and the
+// tests (host_test.cc) are its two users.
+//
+// Threads: init() and shutdown() on the process's main thread, once each;
+// run() from any thread that is not a pool thread, one call at a time.
+#ifndef PTSCHED_HOST_HOST_H
+#define PTSCHED_HOST_HOST_H
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ptsched.h"
+
+namespace ptsh {
+
+struct Options {
+  unsigned threads = 0;             // pool threads; 0 = one per core
+  pts_policy policy = PTS_POLICY_STRICT;
+  bool capture = false;             // keep console output in Result.out
+                                    // instead of writing stdout/stderr
+  // Scripts evaluated in every tenant's realm before its own, in order
+  // (filename, source): e.g. a test harness.
+  std::vector<std::pair<std::string, std::string>> preload;
+};
+
+struct TenantSpec {
+  std::string name;      // the tenant's name (host.name, reports)
+  std::string filename;  // shown in stacks
+  std::string source;    // the script, UTF-8
+};
+
+struct Result {
+  std::string name;
+  int thread = -1;        // the pool thread it ran on
+  bool failed = false;    // an uncaught error or unhandled rejection
+  std::string out;        // with Options.capture: console output ("E: "
+                          // prefixes stderr lines), reports included
+  pts_agent_stats stats{};
+};
+
+// JS_Init; false if the engine could not start. Main thread, before run().
+bool init();
+// JS_ShutDown, after the last run(). Main thread.
+void shutdown();
+// Runs the tenants until all are idle (no task, timer, microtask or
+// message of theirs pending). Fills *results in spec order. Returns 0, or a
+// negative PTS_E* code if the pool or an agent could not be made.
+int run(const Options &opts, const std::vector<TenantSpec> &tenants,
+        std::vector<Result> *results);
+
+// The start-delay quantile q (0..1) from a histogram of power-of-two buckets
+// (pts_agent_stats.delay_hist): the upper bound in ns of the bucket where the
+// cumulative count reaches q; 0 for an empty histogram.
+uint64_t delay_quantile(const pts_agent_stats &s, double q);
+
+}  // namespace ptsh
+
+#endif  // PTSCHED_HOST_HOST_H
