@@ -399,8 +399,12 @@ void rb_agents_crossthread_part(rb_ctx *ctx) {
 /* ------------------------------------------------------------------ */
 /* chains: the work every pool scenario runs inside its agents          */
 
+/* One line at least each (RB_CONSUMER_SIDE's reason, harness.h): every
+ * task writes its agent's counters, and neighbours in an array run on
+ * different pool threads (placement alternates), so a shared line would
+ * move between the cores at every task of either. */
 typedef struct chain_agent {
-  pts_agent *agent;
+  RB_CONSUMER_SIDE pts_agent *agent;
   pts_scheduler *s;
   int priority;
   uint64_t cost_ns;        /* simulated work per task */
@@ -522,7 +526,8 @@ static rb_metric *scale_point(rb_ctx *ctx, const char *key, unsigned threads, in
                               uint64_t quantum_ns, size_t m, size_t total) {
   pts_pool *pool = pool_new_q(threads, (pts_policy)policy, quantum_ns);
   pts_agent **agents = calloc(m, sizeof *agents);
-  chain_agent *ch = calloc(m, sizeof *ch);
+  chain_agent *ch = aligned_alloc(64, m * sizeof *ch);
+  if (ch) memset(ch, 0, m * sizeof *ch);
   size_t made = 0;
   for (; pool && agents && ch && made < m; made++) {
     char origin[32];
@@ -712,7 +717,8 @@ static int alat_policy; /* the policy the next alat_run uses */
 static int alat_run(uint64_t bg_ns, uint64_t gap_ns, double *delays, size_t k) {
   pts_pool *pool = pool_new(1, (pts_policy)alat_policy);
   if (pool == NULL) return -1;
-  alat *l = calloc(1, sizeof *l);
+  alat *l = aligned_alloc(64, (sizeof *l + 63) / 64 * 64); /* chain_agent's alignment */
+  if (l != NULL) memset(l, 0, sizeof *l);
   int rc = -1;
   if (l == NULL) {
     pts_pool_shutdown(pool);
@@ -903,7 +909,8 @@ void rb_suite_fairness(rb_ctx *ctx) {
                 pts_policy_name(p), TENANTS, (double)dur / 1e6);
     policy_key(pk, sizeof pk, p);
     pts_pool *pool = pool_new(1, (pts_policy)p);
-    fair_arg *g = calloc(1, sizeof *g);
+    fair_arg *g = aligned_alloc(64, (sizeof *g + 63) / 64 * 64); /* chain_agent's alignment */
+    if (g != NULL) memset(g, 0, sizeof *g);
     int made = 0;
     for (; pool && g && made < TENANTS; made++) {
       char origin[32];
