@@ -329,7 +329,8 @@ typedef enum pts_task_class {
  * version (a new counter means a new SONAME). */
 typedef struct pts_agent_stats {
   uint64_t tasks_run[PTS_CLASS_COUNT]; /**< by class of the task when it started */
-  uint64_t cpu_ns;         /**< time spent running this agent's steps */
+  uint64_t cpu_ns;         /**< time spent running this agent's steps (wall
+                            time, added per round of steps: docs/agents.md) */
   uint64_t delay_hist[PTS_DELAY_BUCKETS]; /**< start delay of cross-thread posted tasks, while timed (pts_agent_set_delay_stats: off by default) */
   uint64_t inbox_depth;    /**< commands posted and not yet applied */
   uint64_t inbox_max;      /**< largest depth seen at a drain */
