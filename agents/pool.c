@@ -569,6 +569,7 @@ static bool run_goes_on(pts__worker *w, pts_agent *a, uint64_t quantum, int urge
 
 static void run_step(pts__worker *w, pts_agent *a) {
   uint32_t steps = 0, by_urgency[PTS__URGENCY_COUNT] = {0};
+  int last = -1; /* the class of a step's task (a turn of one step: its only one) */
   bool in_place = alone(w);
   uint64_t quantum = in_place ? 0 : pts__policy_quantum(w, a);
   bool run = in_place || quantum != 0;
@@ -586,7 +587,7 @@ static void run_step(pts__worker *w, pts_agent *a) {
     } else {
       ran = pts__loop_step(a->loop) == 1;
       steps++;
-      if (ran) by_urgency[pts__loop_last_urgency(a->loop)]++;
+      if (ran) by_urgency[last = pts__loop_last_urgency(a->loop)]++;
     }
     /* A push under way is seen at the next look (maybe_nonempty): the
      * worker looks again before it parks. */
@@ -598,9 +599,13 @@ static void run_step(pts__worker *w, pts_agent *a) {
       break;
   }
   pts__tls_agent = NULL;
-  for (int u = 0; u < PTS__URGENCY_COUNT; u++)
-    if (by_urgency[u] != 0)
-      stat_add(&a->st_tasks[u > PTS__URGENCY_NONE ? u - 1 : PTS_CLASS_FIFO], by_urgency[u]);
+  if (steps == 1 && last >= 0) { /* most turns at quantum 1: no loop over the classes */
+    stat_add(&a->st_tasks[last > PTS__URGENCY_NONE ? last - 1 : PTS_CLASS_FIFO], 1);
+  } else {
+    for (int u = 0; u < PTS__URGENCY_COUNT; u++)
+      if (by_urgency[u] != 0)
+        stat_add(&a->st_tasks[u > PTS__URGENCY_NONE ? u - 1 : PTS_CLASS_FIFO], by_urgency[u]);
+  }
   round_add(w, a, steps);
   uint64_t cpu = 0; /* the step's own time, for the slot policies */
   if (steps > 1 || w->r_total >= w->r_limit) cpu = round_end(w);
@@ -1211,7 +1216,7 @@ static void *worker_main(void *arg) {
     /* The slot policies need the time now; the others the round's. */
     uint64_t now = exact ? pts__now_ns() : w->clk, pad_end;
     if (!quant_hold(w, now, &pad_end)) {
-      drain_signaled(w);
+      if (pts__mpsc_maybe_nonempty(&w->signaled)) drain_signaled(w);
       if (exact) now = pts__now_ns();
       fire_timers(w, now);
       while (now < pad_end) { /* a fixed-length pass: its work does not show */
