@@ -130,6 +130,8 @@ struct Call {
   JS::PersistentRooted<JS::Value> result;
   bool threw = false;
   bool settled = false;        // the JS promise is settled
+  bool reacted = false;        // post_settle ran
+  bool loop_freed = false;     // the loop frees cp (post_cleanup)
   pts_promise *cp = nullptr;   // the library's result promise (a reference)
   int refs = 0;  // a postTask: its callback and its reaction's cleanup
   uint64_t timer_id = 0;
@@ -504,9 +506,18 @@ void post_unref(void *data) {
   if (--c->refs > 0) return;
   Host *h = c->t->host;
   if (c->t->running == c) c->t->running = nullptr;
-  if (c->cp) pts_promise_unref(c->cp);
+  if (c->cp && !c->loop_freed) pts_promise_unref(c->cp);
   delete c;
   h->release();
+}
+
+// The reaction's cleanup. Without the reaction having run, the loop is
+// being freed and is releasing cp's reactions: cp is the loop's to free
+// then (it frees every promise it owns), not ours to unref in its sweep.
+void post_cleanup(void *data) {
+  auto *c = static_cast<Call *>(data);
+  if (!c->reacted) c->loop_freed = true;
+  post_unref(c);
 }
 
 // Rejects c's JS promise with its library promise's reason, once.
@@ -561,6 +572,7 @@ pts_value post_cb(void *data, int status) {
 pts_value post_settle(void *data, pts_value) {
   auto *c = static_cast<Call *>(data);
   Tenant *t = c->t;
+  c->reacted = true;
   if (t->running == c) t->running = nullptr;
   if (!t->alive) return pts_undefined();
   if (pts_promise_get_state(c->cp) == PTS_PROMISE_REJECTED) {
@@ -834,7 +846,7 @@ NATIVE(n_postTask) {
   auto *c = new Call(t, cx);
   c->fn = &args.get(0).toObject();
   c->promise = p;
-  // Two holders: post_cb, and post_unref as the reaction's cleanup. Set
+  // Two holders: post_cb, and post_cleanup, the reaction's. Set
   // first: an already aborted signal calls post_cb inside the post.
   c->refs = 2;
   pts_promise *cp;
@@ -852,7 +864,7 @@ NATIVE(n_postTask) {
   t->host->hold();
   c->cp = cp;  // post_unref drops the reference
   if (pts_promise_get_state(cp) == PTS_PROMISE_REJECTED) post_reject(c);
-  rc = pts_promise_then(cp, post_settle, post_settle, c, post_unref, nullptr);
+  rc = pts_promise_then(cp, post_settle, post_settle, c, post_cleanup, nullptr);
   if (rc != 0) {
     post_unref(c);  // the callback still holds it; the JS promise stays pending
     return throw_code(cx, rc);
