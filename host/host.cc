@@ -93,6 +93,9 @@ struct Tenant {
   std::vector<HandleData *> graveyard;
   std::vector<std::unique_ptr<JS::PersistentRooted<JSObject *>>> rejections;
   std::unordered_map<uint64_t, struct Call *> timers;
+  // The postTask whose callback or checkpoint is running (post_cb until its
+  // reaction, post_settle): an abort rejects its JS promise at once.
+  struct Call *running = nullptr;
   bool failed = false;
   std::string out;
   pts_agent_stats stats{};
@@ -122,9 +125,17 @@ struct Host {
 struct Call {
   Tenant *t;
   JS::PersistentRooted<JSObject *> fn, promise;
-  pts_signal *sig = nullptr;
+  // A postTask's outcome, kept until its library promise settles
+  // (post_settle): what the callback returned or threw.
+  JS::PersistentRooted<JS::Value> result;
+  bool threw = false;
+  bool settled = false;        // the JS promise is settled
+  bool reacted = false;        // post_settle ran
+  bool loop_freed = false;     // the loop frees cp (post_cleanup)
+  pts_promise *cp = nullptr;   // the library's result promise (a reference)
+  int refs = 0;  // a postTask: its callback and its reaction's cleanup
   uint64_t timer_id = 0;
-  Call(Tenant *tt, JSContext *cx) : t(tt), fn(cx), promise(cx) {}
+  Call(Tenant *tt, JSContext *cx) : t(tt), fn(cx), promise(cx), result(cx) {}
 };
 
 // ---- output and errors ----
@@ -269,6 +280,7 @@ bool reason_value(JSContext *cx, JS::HandleValue v, pts_value *out) {
 // ---- handles (invariant 4) ----
 
 void on_event(void *data, const pts_event *ev);
+void sync_running(Tenant *t);
 
 void release_handle(HandleData *d) {
   if (d->listening) {
@@ -344,7 +356,9 @@ HandleData *handle_arg(JSContext *cx, JS::HandleValue v, bool controller) {
 void on_event(void *data, const pts_event *ev) {
   auto *d = static_cast<HandleData *>(data);
   Tenant *t = d->t;
-  if (!t || !t->alive || !d->observed.initialized() || !d->observed) return;
+  if (!t || !t->alive) return;
+  if (ev->type == PTS_EVENT_ABORT) sync_running(t);
+  if (!d->observed.initialized() || !d->observed) return;
   JSContext *cx = t->cx;
   JSAutoRealm ar(cx, t->gobj);
   JS::RootedValueArray<3> args(cx);
@@ -469,36 +483,110 @@ void run_call_as_job(void *data, int status) {
   t->host->release();
 }
 
-void post_fn(void *data, int status) {
+// postTask is the library's promise form (pts_scheduler_post_task), which
+// keeps the spec's order of a task's steps:
+// 1. post_cb(0) runs the callback and keeps its outcome in the Call; the
+//    library then runs the callback's microtask checkpoint ("clean up after
+//    running script") and only then settles its promise.
+// 2. An abort of the task's signal while it is queued or running (callback
+//    or checkpoint) rejects the library promise first, in the signal's
+//    abort-step order; the outcome is then ignored.
+// 3. post_settle, the promise's reaction (a microtask, before the next
+//    task), settles the JS promise with the outcome if the library promise
+//    fulfilled.
+// 4. An abort rejects the JS promise where the library rejects its own, so
+//    JS sees the abort steps' order: a queued task's in post_cb(PTS_EABORT);
+//    the running one's (Tenant.running) in sync_running, called first by
+//    each later step of the abort (the other tasks' post_cb, the abort
+//    events) and when the abort returns (n_controllerAbort).
+// The Call is freed when both the callback and the reaction's cleanup have
+// let go of it (post_unref); only then is its pending count released.
+void post_unref(void *data) {
+  auto *c = static_cast<Call *>(data);
+  if (--c->refs > 0) return;
+  Host *h = c->t->host;
+  if (c->t->running == c) c->t->running = nullptr;
+  if (c->cp && !c->loop_freed) pts_promise_unref(c->cp);
+  delete c;
+  h->release();
+}
+
+// The reaction's cleanup. Without the reaction having run, the loop is
+// being freed and is releasing cp's reactions: cp is the loop's to free
+// then (it frees every promise it owns), not ours to unref in its sweep.
+void post_cleanup(void *data) {
+  auto *c = static_cast<Call *>(data);
+  if (!c->reacted) c->loop_freed = true;
+  post_unref(c);
+}
+
+// Rejects c's JS promise with its library promise's reason, once.
+void post_reject(Call *c) {
+  Tenant *t = c->t;
+  if (c->settled || !t->alive) return;
+  c->settled = true;
+  JSContext *cx = t->cx;
+  JSAutoRealm ar(cx, t->gobj);
+  JS::RootedObject p(cx, c->promise);
+  JS::RootedValue v(cx);
+  if (!to_js(cx, t, pts_promise_get_result(c->cp), &v) || !JS::RejectPromise(cx, p, v)) {
+    report_pending(t);
+  }
+}
+
+// spec: the running task's abort steps, as JS sees them (step 4 above).
+void sync_running(Tenant *t) {
+  Call *c = t->running;
+  if (c && pts_promise_get_state(c->cp) == PTS_PROMISE_REJECTED) post_reject(c);
+}
+
+pts_value post_cb(void *data, int status) {
   auto *c = static_cast<Call *>(data);
   Tenant *t = c->t;
-  if ((status == 0 || status == PTS_EABORT) && t->alive) {
+  if (status == PTS_EABORT) {
+    sync_running(t);
+    // Inside the post (an already aborted signal) cp is not known yet: the
+    // post rejects the JS promise when it returns.
+    if (c->cp) post_reject(c);
+  }
+  if (status == 0 && t->alive) {
+    t->running = c;
+    JSContext *cx = t->cx;
+    JSAutoRealm ar(cx, t->gobj);
+    JS::RootedValue f(cx, JS::ObjectValue(*c->fn)), v(cx);
+    if (JS::Call(cx, JS::UndefinedHandleValue, f, JS::HandleValueArray::empty(), &v)) {
+      c->result = v;
+    } else if (JS_IsExceptionPending(cx) && JS_GetPendingException(cx, &v)) {
+      JS_ClearPendingException(cx);
+      c->result = v;
+      c->threw = true;
+    } else {
+      report_pending(t);  // uncatchable: the promise stays pending
+    }
+    reap(t);
+  }
+  post_unref(c);
+  return pts_undefined();
+}
+
+pts_value post_settle(void *data, pts_value) {
+  auto *c = static_cast<Call *>(data);
+  Tenant *t = c->t;
+  c->reacted = true;
+  if (t->running == c) t->running = nullptr;
+  if (!t->alive) return pts_undefined();
+  if (pts_promise_get_state(c->cp) == PTS_PROMISE_REJECTED) {
+    post_reject(c);  // already done unless the abort came from the library
+  } else if (!c->settled) {
+    c->settled = true;
     JSContext *cx = t->cx;
     JSAutoRealm ar(cx, t->gobj);
     JS::RootedObject p(cx, c->promise);
-    JS::RootedValue v(cx);
-    bool ok;
-    if (status == 0) {
-      JS::RootedValue f(cx, JS::ObjectValue(*c->fn));
-      if (JS::Call(cx, JS::UndefinedHandleValue, f, JS::HandleValueArray::empty(), &v)) {
-        ok = JS::ResolvePromise(cx, p, v);
-      } else if (JS_IsExceptionPending(cx) && JS_GetPendingException(cx, &v)) {
-        JS_ClearPendingException(cx);
-        ok = JS::RejectPromise(cx, p, v);
-      } else {
-        ok = false;
-      }
-    } else {
-      ok = to_js(cx, t, pts_signal_reason(c->sig), &v) && JS::RejectPromise(cx, p, v);
-    }
-    if (!ok) report_pending(t);
-    reap(t);
+    JS::RootedValue v(cx, c->result);
+    if (!(c->threw ? JS::RejectPromise(cx, p, v) : JS::ResolvePromise(cx, p, v))) report_pending(t);
   }
-  // A cancelled task is released while its loop is freed: the signal goes
-  // with the loop.
-  if (status != PTS_ECANCELED) pts_signal_unref(c->sig);
-  delete c;
-  t->host->release();
+  reap(t);
+  return pts_undefined();
 }
 
 pts_value yield_settle(Call *c, pts_value arg, bool fulfil) {
@@ -614,6 +702,7 @@ NATIVE(n_controllerAbort) {
   if (!reason_value(cx, args.get(1), &r)) return false;
   int rc = pts_controller_abort(d->ctl, r.kind == PTS_VALUE_UNDEFINED ? nullptr : &r);
   pts_value_release(r);
+  sync_running(t);
   args.rval().setUndefined();
   return rc == 0 ? true : throw_code(cx, rc);
 }
@@ -757,19 +846,28 @@ NATIVE(n_postTask) {
   auto *c = new Call(t, cx);
   c->fn = &args.get(0).toObject();
   c->promise = p;
-  c->sig = o.signal;
-  pts_signal_ref(c->sig);
-  int rc = pts_scheduler_post(t->sched, post_fn, c, &o);
-  if (rc == 0) {
-    t->host->hold();
-  } else {
-    JS::RootedValue r(cx);
-    bool ok = rc == PTS_EABORT ? to_js(cx, t, pts_signal_reason(o.signal), &r)
-                               : (throw_code(cx, rc), JS_GetPendingException(cx, &r));
-    JS_ClearPendingException(cx);
-    pts_signal_unref(c->sig);
+  // Two holders: post_cb, and post_cleanup, the reaction's. Set
+  // first: an already aborted signal calls post_cb inside the post.
+  c->refs = 2;
+  pts_promise *cp;
+  int rc = pts_scheduler_post_task(t->sched, post_cb, c, &o, &cp);
+  if (rc != 0) {  // the callback is never called
     delete c;
-    if (!ok || !JS::RejectPromise(cx, p, r)) return false;
+    JS::RootedValue r(cx);
+    throw_code(cx, rc);
+    if (!JS_GetPendingException(cx, &r)) return false;
+    JS_ClearPendingException(cx);
+    if (!JS::RejectPromise(cx, p, r)) return false;
+    args.rval().setObject(*p);
+    return true;
+  }
+  t->host->hold();
+  c->cp = cp;  // post_unref drops the reference
+  if (pts_promise_get_state(cp) == PTS_PROMISE_REJECTED) post_reject(c);
+  rc = pts_promise_then(cp, post_settle, post_settle, c, post_cleanup, nullptr);
+  if (rc != 0) {
+    post_unref(c);  // the callback still holds it; the JS promise stays pending
+    return throw_code(cx, rc);
   }
   args.rval().setObject(*p);
   return true;

@@ -2,8 +2,8 @@
 # The whole test suite, three times: plain, --config=asan (ASan + UBSan) and
 # --config=tsan. Ends with one line "N passed, N failed" counting individual
 # GoogleTest cases over the three runs (read from Bazel's test.xml files) plus
-# the Node binding's JS test cases and the runtime-neutral conformance suite
-# of host/conformance under Node (node --test, plain build only), and
+# the Node binding's JS test cases, the runtime-neutral conformance suite of
+# host/conformance included (node/test/run.sh, plain build only), and
 # exits non-zero if any case failed, any test target failed (e.g. a sanitizer
 # report at exit) or anything did not build. Then the install check
 # (tools/check_install.sh), each of its checks one more case.
@@ -117,13 +117,9 @@ if [ "${PTS_NODE:-1}" != 0 ]; then
     echo "FAILED (node): the addon did not build" >&2
     failed=$((failed + 1))
   else
+    # node/test and the runtime-neutral conformance suite (docs/host.md),
+    # the same files //host:host_test runs inside ptsched-host.
     tap_count node bash node/test/run.sh
-    # The runtime-neutral conformance suite (docs/host.md), the same files
-    # that //host:host_test runs inside ptsched-host, here under Node.
-    echo "== node --test host/conformance (node-shim.js)" >&2
-    tap_count conformance node --require ./host/conformance/node-shim.js --test \
-      host/conformance/post-task.test.js host/conformance/task-controller.test.js \
-      host/conformance/task-signal-any.test.js host/conformance/yield.test.js
   fi
   # The npm package (tools/check_npm.sh): pack, install offline without
   # Bazel, require/import, the package's tests there; PASS/FAIL lines count.

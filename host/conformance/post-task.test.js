@@ -1,7 +1,9 @@
+'use strict';
 // scheduler.postTask(), re-expressing the intent of WPT scheduler/post-task-*
 // and scheduler-replaceable from the spec's words (not the WPT code).
-// Runtime-neutral: uses only the globals test, assert and sleep (harness.js in
-// ptsched-host, node-shim.js under Node) and the web API.
+// Runtime-neutral (docs/host.md, "One suite, two runtimes"): uses only the
+// globals test, assert, sleep and assertNoTaskLeft (harness.js in ptsched-host,
+// node-shim.js under Node) and the web API. Node-only cases: node/test.
 
 test('the globals are installed', () => {
   for (const name of ['scheduler', 'TaskController', 'TaskSignal', 'TaskPriorityChangeEvent',
@@ -11,6 +13,7 @@ test('the globals are installed', () => {
   assert.ok(scheduler instanceof Scheduler);
   assert.throws(() => new Scheduler(), TypeError);
 });
+
 
 test('post-task-result-success: the promise fulfils with the callback result', async () => {
   assert.equal(await scheduler.postTask(() => 1234), 1234);
@@ -86,11 +89,11 @@ test('post-task-delay: a delayed task runs after at least its delay', async () =
   // Delays order tasks across priorities; a zero delay is no delay.
   const order = [];
   await Promise.all([
-    scheduler.postTask(() => order.push('ub-30'), { delay: 30, priority: 'user-blocking' }),
+    scheduler.postTask(() => order.push('ub-80'), { delay: 80, priority: 'user-blocking' }),
     scheduler.postTask(() => order.push('bg-10'), { delay: 10, priority: 'background' }),
     scheduler.postTask(() => order.push('bg-0'), { delay: 0, priority: 'background' }),
   ]);
-  assert.deepEqual(order, ['bg-0', 'bg-10', 'ub-30']);
+  assert.deepEqual(order, ['bg-0', 'bg-10', 'ub-80']);
 });
 
 test('post-task-delay: WebIDL [EnforceRange] on delay and enum priority', async () => {
@@ -138,11 +141,81 @@ test('post-task-with-aborted-signal: an already aborted signal rejects at once',
   assert.equal(ran, false);
 });
 
-test('post-task-with-abort-signal-in-handler: aborting a running task\'s signal does not reject it', async () => {
+test('post-task-with-abort-signal-in-handler: an abort in the sync callback rejects the task', async () => {
+  // spec: the task's abort steps stay attached until the task completes, so
+  // an abort while the callback runs rejects the result with the reason.
   const tc = new TaskController();
-  const r = await scheduler.postTask(() => { tc.abort(); return 'finished'; }, { signal: tc.signal });
-  assert.equal(r, 'finished');
+  let outcome;
+  await scheduler.postTask(() => { tc.abort(); return 'returned'; }, { signal: tc.signal })
+    .then((v) => { outcome = `fulfilled ${v}`; }, (e) => { outcome = `rejected ${e.name}`; });
+  assert.equal(outcome, 'rejected AbortError');
   assert.equal(tc.signal.aborted, true);
+  // The rejection is the abort's reason, and comes at the abort: a reaction
+  // registered inside the callback runs in the callback's own checkpoint.
+  const tc2 = new TaskController();
+  const seen = [];
+  const p = scheduler.postTask(() => {
+    p.catch((e) => seen.push(`rejected ${e}`));
+    tc2.abort('why');
+    queueMicrotask(() => seen.push('microtask'));
+    seen.push('returned');
+    return 1;
+  }, { signal: tc2.signal });
+  await assert.rejects(p, (e) => e === 'why');
+  assert.deepEqual(seen, ['returned', 'rejected why', 'microtask']);
+});
+
+test('post-task-with-abort-signal-in-handler: an abort after an await (a timer) does not reject', async () => {
+  // The WPT's second case: the callback returned its promise before the abort,
+  // so the task had completed; the result follows the callback's promise.
+  const tc = new TaskController();
+  const r = await scheduler.postTask(async () => {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    tc.abort();
+    return 'done';
+  }, { signal: tc.signal });
+  assert.equal(r, 'done');
+});
+
+test('an abort in the callback\'s microtasks rejects the task (the checkpoint comes first)', async () => {
+  const tc = new TaskController();
+  await assert.rejects(
+    scheduler.postTask(() => { queueMicrotask(() => tc.abort('r')); return 1; }, { signal: tc.signal }),
+    (e) => e === 'r');
+  // The same with an abort from a promise reaction, through a dependent signal.
+  const tc2 = new TaskController();
+  const dep = TaskSignal.any([tc2.signal]);
+  await assert.rejects(
+    scheduler.postTask(() => { Promise.resolve().then(() => tc2.abort('d')); return 1; }, { signal: dep }),
+    (e) => e === 'd');
+  // ... and through a plain AbortSignal.
+  const ac = new AbortController();
+  await assert.rejects(
+    scheduler.postTask(() => { ac.abort('n'); return 1; }, { signal: ac.signal }),
+    (e) => e === 'n');
+});
+
+test('the result settles after the callback\'s microtask checkpoint', async () => {
+  // spec: "clean up after running script" (the checkpoint) comes before the
+  // result is resolved: m2, queued by m1, runs before the rejection's handler.
+  const ids = [];
+  await scheduler.postTask(() => {
+    queueMicrotask(() => { ids.push('m1'); queueMicrotask(() => ids.push('m2')); });
+    throw new Error('boom');
+  }).catch((e) => ids.push(`rejected ${e.message}`));
+  assert.deepEqual(ids, ['m1', 'm2', 'rejected boom']);
+  const ids2 = [];
+  await scheduler.postTask(() => {
+    Promise.resolve().then(() => ids2.push('p1')).then(() => ids2.push('p2'));
+    return 'v';
+  }).then((v) => ids2.push(`fulfilled ${v}`));
+  assert.deepEqual(ids2, ['p1', 'p2', 'fulfilled v']);
+  // The result's reactions still run before the next task.
+  const ids3 = [];
+  const a = scheduler.postTask(() => ids3.push('a')).then(() => ids3.push('a settled'));
+  const b = scheduler.postTask(() => ids3.push('b'));
+  await Promise.all([a, b]);
+  assert.deepEqual(ids3, ['a', 'a settled', 'b']);
 });
 
 test('post-task-with-signal-and-priority: the priority option wins over the signal', async () => {
@@ -175,7 +248,7 @@ test('scheduler-replaceable: globalThis.scheduler can be replaced', () => {
   globalThis.scheduler = 'replaced';
   assert.equal(globalThis.scheduler, 'replaced');
   globalThis.scheduler = saved;
-  assert.ok(globalThis.scheduler instanceof Scheduler);
+  assert.equal(globalThis.scheduler, saved);
 });
 
 test('AbortSignal.timeout() aborts pending tasks with a TimeoutError', async () => {
@@ -196,10 +269,12 @@ test('many pending tasks: each keeps its own callback, state and promise', async
       .then(() => 'fulfilled', (e) => e));
   }
   // The last task's state (its signal) is what yield() inherits.
+  // (The abort also rejects the task itself, which is still running.)
   const other = new TaskController();
+  let yielded;
   const inherits = scheduler.postTask(async () => {
     other.abort('other');
-    await scheduler.yield();
+    yielded = await scheduler.yield().then(() => 'fulfilled', (e) => e);
   }, { signal: other.signal, priority: 'user-blocking' }).then(() => 'fulfilled', (e) => e);
   tc.abort('stop');
   const results = await Promise.all(plain);
@@ -207,4 +282,49 @@ test('many pending tasks: each keeps its own callback, state and promise', async
   const reasons = await Promise.all(aborted);
   assert.ok(reasons.every((r) => r === 'stop'));
   assert.equal(await inherits, 'other');
+  assert.equal(yielded, 'other');
+  assertNoTaskLeft();
+});
+
+// The WPT checks the tests above re-express in their own way, as the WPT
+// states them.
+test('post-task-without-signals (WPT): each priority option runs and returns', async () => {
+  for (const priority of ['user-blocking', 'user-visible', 'background']) {
+    assert.equal(await scheduler.postTask(() => priority, { priority }), priority);
+  }
+});
+
+test('post-task-abort-reason (WPT): all four cases, TaskSignal and AbortSignal, before and after posting', async () => {
+  for (const C of [TaskController, AbortController]) {
+    const reason = new Error('Custom Abort Error');
+    const aborted = new C();
+    aborted.abort(reason);
+    await assert.rejects(scheduler.postTask(() => {}, { signal: aborted.signal }), (e) => e === reason);
+    const later = new C();
+    const result = scheduler.postTask(() => {}, { signal: later.signal });
+    later.abort(reason);
+    await assert.rejects(result, (e) => e === reason);
+  }
+});
+
+test('post-task-delay (WPT): a user-blocking task with a 10 ms delay', async () => {
+  const start = performance.now();
+  await scheduler.postTask(() => {
+    assert.ok(performance.now() - start >= 10, `ran after ${performance.now() - start} ms`);
+  }, { priority: 'user-blocking', delay: 10 });
+});
+
+test('post-task-with-signal-and-priority (WPT): a user-blocking option beats a background signal', async () => {
+  const task1 = scheduler.postTask(() => 'task1', { priority: 'user-visible' });
+  const controller = new TaskController({ priority: 'background' });
+  const task2 = scheduler.postTask(() => 'task2', { priority: 'user-blocking', signal: controller.signal });
+  assert.equal(await Promise.race([task1, task2]), 'task2');
+});
+
+test('scheduler-replaceable (WPT): assigning the global binding replaces it', () => {
+  const saved = globalThis.scheduler;
+  // eslint-disable-next-line no-global-assign
+  scheduler = 'replaced';
+  assert.equal(globalThis.scheduler, 'replaced');
+  globalThis.scheduler = saved;
 });

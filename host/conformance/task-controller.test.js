@@ -1,8 +1,10 @@
+'use strict';
 // TaskController, TaskSignal, setPriority, onprioritychange and
 // TaskPriorityChangeEvent: the intent of WPT scheduler/task-controller-* and
 // task-signal-onprioritychange, from the spec's words.
-// Runtime-neutral: uses only the globals test, assert and sleep (harness.js in
-// ptsched-host, node-shim.js under Node) and the web API.
+// Runtime-neutral (docs/host.md, "One suite, two runtimes"): uses only the
+// globals test, assert, sleep and assertNoTaskLeft (harness.js in ptsched-host,
+// node-shim.js under Node) and the web API. Node-only cases: node/test.
 
 test('TaskController makes a TaskSignal that is an AbortSignal', () => {
   const tc = new TaskController();
@@ -54,7 +56,21 @@ test('task-controller-abort1: abort rejects every pending task of the signal, ot
   assert.deepEqual(aborted, Array(5).fill('AbortError'));
 });
 
-test('task-controller-abort2: aborting after some tasks ran rejects only the rest', async () => {
+test('task-controller-abort2: aborting one controller rejects only its task', async () => {
+  const controllers = [];
+  const results = [];
+  for (let i = 0; i < 5; i++) {
+    const c = new TaskController();
+    controllers.push(c);
+    results.push(scheduler.postTask(() => i, { signal: c.signal }));
+  }
+  const aborted = results.splice(2, 1)[0];
+  controllers[2].abort();
+  await assert.rejects(aborted, { name: 'AbortError' });
+  assert.equal((await Promise.all(results)).toString(), '0,1,3,4');
+});
+
+test('an abort while a task of the signal runs rejects it and the pending ones, in abort-step order', async () => {
   const tc = new TaskController();
   const ran = [];
   const results = [];
@@ -64,13 +80,23 @@ test('task-controller-abort2: aborting after some tasks ran rejects only the res
       ran.push(i);
       if (i === 1) tc.abort();
       return i;
-    }, { signal: tc.signal }).then((v) => results.push(`ok${v}`), (e) => results.push(e.name)));
+    }, { signal: tc.signal }).then((v) => results.push(`ok${v}`), (e) => results.push(`${e.name}${i}`)));
   }
   await Promise.all(ps);
   assert.deepEqual(ran, [0, 1]);
-  // The abort rejects the others while task 1 still runs; task 1's own
-  // promise settles when its callback returns, after that.
-  assert.deepEqual(results, ['ok0', 'AbortError', 'AbortError', 'ok1']);
+  // The running task's abort steps were added first, so it is rejected first.
+  assert.deepEqual(results, ['ok0', 'AbortError1', 'AbortError2', 'AbortError3']);
+  // A running task whose steps were added last is rejected last.
+  const tc2 = new TaskController({ priority: 'background' });
+  const results2 = [];
+  const ps2 = [
+    scheduler.postTask(() => 'bg', { signal: tc2.signal }),
+    scheduler.postTask(() => { tc2.abort(); }, { signal: tc2.signal, priority: 'user-blocking' }),
+  ];
+  ps2[0].catch(() => results2.push('pending'));
+  ps2[1].catch(() => results2.push('running'));
+  await Promise.allSettled(ps2);
+  assert.deepEqual(results2, ['pending', 'running']);
 });
 
 test('task-controller-setPriority1: setPriority moves pending tasks', async () => {
@@ -165,4 +191,85 @@ test('TaskPriorityChangeEvent constructor: previousPriority is required and an e
   assert.throws(() => new TaskPriorityChangeEvent('x'), TypeError);
   assert.throws(() => new TaskPriorityChangeEvent('x', {}), TypeError);
   assert.throws(() => new TaskPriorityChangeEvent('x', { previousPriority: 'later' }), TypeError);
+});
+
+// The WPT checks the tests above re-express in their own way, as the WPT
+// states them.
+test('task-controller-setPriority1 (WPT): five tasks on a default signal set to background', async () => {
+  const controller = new TaskController();
+  const runOrder = [];
+  const tasks = [];
+  for (let i = 0; i < 5; i++) tasks.push(scheduler.postTask(() => runOrder.push(i), { signal: controller.signal }));
+  tasks.push(scheduler.postTask(() => runOrder.push(5), { priority: 'user-blocking' }));
+  tasks.push(scheduler.postTask(() => runOrder.push(6), { priority: 'user-visible' }));
+  controller.setPriority('background');
+  assert.equal(controller.signal.priority, 'background');
+  await Promise.all(tasks);
+  assert.equal(runOrder.toString(), '5,6,0,1,2,3,4');
+});
+
+test('task-controller-setPriority-repeated (WPT): repeated calls move the tasks each time', async () => {
+  const post = (controller, runOrder) => [
+    scheduler.postTask(() => runOrder.push(0), { signal: controller.signal }),
+    scheduler.postTask(() => runOrder.push(1), { priority: 'user-blocking' }),
+    scheduler.postTask(() => runOrder.push(2), { priority: 'user-visible' }),
+  ];
+  const controller = new TaskController();
+  let runOrder = [];
+  let tasks = post(controller, runOrder);
+  controller.setPriority('background');
+  await Promise.all(tasks);
+  assert.equal(runOrder.toString(), '1,2,0');
+  runOrder = [];
+  tasks = post(controller, runOrder);
+  controller.setPriority('user-blocking');
+  await Promise.all(tasks);
+  assert.equal(runOrder.toString(), '0,1,2');
+  const c2 = new TaskController();
+  runOrder = [];
+  tasks = post(c2, runOrder);
+  for (const p of ['background', 'user-visible', 'user-blocking']) {
+    c2.setPriority(p);
+    assert.equal(c2.signal.priority, p);
+  }
+  await Promise.all(tasks);
+  assert.equal(runOrder.toString(), '0,1,2');
+});
+
+test('task-controller-setPriority-delayed-task (WPT): a priority change does not shorten the delay', async () => {
+  let count = 0;
+  const start = performance.now();
+  const controller = new TaskController({ priority: 'background' });
+  const t1 = scheduler.postTask(() => {
+    assert.equal(++count, 1);
+    controller.setPriority('user-blocking');
+  }, { priority: 'user-blocking', delay: 10 });
+  const t2 = scheduler.postTask(() => {
+    assert.equal(++count, 2);
+    assert.ok(performance.now() - start >= 19.5, `ran after ${performance.now() - start} ms`);
+  }, { signal: controller.signal, delay: 20 });
+  await Promise.all([t1, t2]);
+});
+
+test('task-controller-setPriority-recursive and onprioritychange (WPT): the new priority inside the handler', () => {
+  const controller = new TaskController();
+  let inside;
+  let target;
+  controller.signal.onprioritychange = (e) => {
+    inside = controller.signal.priority;
+    target = e.target.priority;
+    assert.throws(() => controller.setPriority('user-blocking'), { name: 'NotAllowedError' });
+  };
+  controller.setPriority('background');
+  assert.equal(inside, 'background');
+  assert.equal(target, 'background');
+});
+
+test('task-controller-abort-signal-and-priority (WPT): a priority option does not stop the abort', async () => {
+  const controller = new TaskController();
+  const t1 = scheduler.postTask(() => {}, { signal: controller.signal });
+  const t2 = scheduler.postTask(() => {}, { priority: 'background', signal: controller.signal });
+  controller.abort();
+  await assert.rejects(t1, { name: 'AbortError' });
+  await assert.rejects(t2, { name: 'AbortError' });
 });

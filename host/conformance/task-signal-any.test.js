@@ -1,6 +1,8 @@
+'use strict';
 // TaskSignal.any(): the intent of WPT scheduler/task-signal-any-*.tentative.
-// Runtime-neutral: uses only the globals test, assert and sleep (harness.js in
-// ptsched-host, node-shim.js under Node) and the web API.
+// Runtime-neutral (docs/host.md, "One suite, two runtimes"): uses only the
+// globals test, assert, sleep and assertNoTaskLeft (harness.js in ptsched-host,
+// node-shim.js under Node) and the web API. Node-only cases: node/test.
 
 test('task-signal-any-abort: the result aborts with the first source that aborts', async () => {
   const a = new AbortController();
@@ -40,12 +42,12 @@ test('task-signal-any-abort: any of any follows the root, also through AbortSign
   const root = new AbortController();
   const mid = TaskSignal.any([root.signal]);
   const leaf = TaskSignal.any([mid]);
-  const nodeDep = AbortSignal.any([leaf]);
+  const dep = AbortSignal.any([leaf]);
   const p = scheduler.postTask(() => {}, { signal: leaf, delay: 10 });
   root.abort('root');
   assert.equal(mid.reason, 'root');
   assert.equal(leaf.reason, 'root');
-  assert.equal(nodeDep.reason, 'root');
+  assert.equal(dep.reason, 'root');
   await assert.rejects(p, (e) => e === 'root');
 });
 
@@ -87,5 +89,84 @@ test('task-signal-any-post-task-run-order: a composite signal follows its priori
     scheduler.postTask(() => order2.push('uv')),
   ]);
   assert.deepEqual(order2, ['uv', 'child']);
+});
+
+// The WPT's five signals (all dependents linked to the root): the order in
+// which their abort events fire when controller aborts.
+function abortEventOrder(controller) {
+  const signals = [controller.signal];
+  signals.push(TaskSignal.any([controller.signal]));
+  signals.push(TaskSignal.any([controller.signal]));
+  signals.push(TaskSignal.any([signals[0]]));
+  signals.push(TaskSignal.any([signals[1]]));
+  let result = '';
+  signals.forEach((s, i) => s.addEventListener('abort', () => { result += i; }));
+  controller.abort();
+  assert.ok(signals.every((s) => s.aborted));
+  return result;
+}
+
+// WPT dom/abort/resources/abort-signal-any-tests.js, run by
+// task-signal-any-abort.tentative with TaskController (DOM "signal abort":
+// dependents are marked aborted first, the source's abort event reaches all
+// its listeners, then each dependent's event fires).
+test('task-signal-any-abort: the source\'s abort event fires before its dependents\'', () => {
+  const c = new TaskController();
+  const d = TaskSignal.any([c.signal]);
+  const seen = [];
+  c.signal.addEventListener('abort', () => seen.push('source'));
+  d.addEventListener('abort', () => seen.push('dependent'));
+  c.abort();
+  assert.equal(seen.join(), 'source,dependent');
+  assert.equal(abortEventOrder(new TaskController()), '01234');
+});
+
+test('task-signal-any-abort: dependents are marked aborted before abort events fire', () => {
+  const c = new TaskController();
+  const s1 = TaskSignal.any([c.signal]);
+  const s2 = TaskSignal.any([s1]);
+  let fired = false;
+  c.signal.addEventListener('abort', () => {
+    const s3 = TaskSignal.any([s2]);
+    assert.equal(c.signal.aborted, true);
+    assert.equal(s1.aborted, true);
+    assert.equal(s2.aborted, true);
+    assert.equal(s1.reason, 'why');
+    assert.throws(() => s2.throwIfAborted(), (e) => e === 'why');
+    assert.equal(s3.aborted, true);
+    assert.equal(s3.reason, 'why');
+    fired = true;
+  });
+  c.abort('why');
+  assert.ok(fired);
+  assert.equal(s2.reason, 'why');
+});
+
+test('task-signal-any-abort: reentrant aborts, intermediate signals, onabort', () => {
+  const c1 = new TaskController();
+  const c2 = new TaskController();
+  const signal = TaskSignal.any([c1.signal, c2.signal]);
+  let count = 0;
+  c1.signal.addEventListener('abort', () => c2.abort('reason 2'));
+  signal.addEventListener('abort', () => count++);
+  c1.abort('reason 1');
+  assert.equal(count, 1);
+  assert.equal(signal.reason, 'reason 1');
+  const c = new TaskController();
+  let combined = TaskSignal.any([c.signal]);
+  for (let i = 0; i < 3; i++) combined = TaskSignal.any([combined]);
+  let target;
+  combined.onabort = (e) => { target = e.target; };
+  c.abort('the reason');
+  assert.equal(target, combined);
+  assert.equal(combined.reason, 'the reason');
+  // The same signal twice, and the first aborted source's reason wins.
+  const d = new TaskController();
+  const twice = TaskSignal.any([d.signal, d.signal]);
+  d.abort('r');
+  assert.equal(twice.reason, 'r');
+  const e1 = new TaskController(); e1.abort('reason 1');
+  const e2 = new TaskController(); e2.abort('reason 2');
+  assert.equal(TaskSignal.any([e1.signal, e2.signal, e1.signal]).reason, 'reason 1');
 });
 

@@ -1,7 +1,9 @@
+'use strict';
 // scheduler.yield(): the intent of WPT scheduler/tentative/yield/*.any.js
 // (priority, abort, inheritance across promises, state cleared, timers).
-// Runtime-neutral: uses only the globals test, assert and sleep (harness.js in
-// ptsched-host, node-shim.js under Node) and the web API.
+// Runtime-neutral (docs/host.md, "One suite, two runtimes"): uses only the
+// globals test, assert, sleep and assertNoTaskLeft (harness.js in ptsched-host,
+// node-shim.js under Node) and the web API. Node-only cases: node/test.
 
 // Inside a task posted with `options`: await a timer-resolved promise (the
 // continuation runs in a later turn, outside the task), post a user-blocking
@@ -81,14 +83,53 @@ test('yield-inherit-across-settled-promises: awaiting settled promises keeps the
   assert.deepEqual(ids, ['continuation', 'uv-subtask']);
 });
 
-test('yield-inherit-abort-across-settled-promises', async () => {
+// yield-inherit-abort-across-settled-promises: the abort comes from a
+// separate, later task (an abort inside the task would reject the task's own
+// result and mask a continuation that lost its abort source).
+function yieldThenAbort(tc) {
+  scheduler.postTask(() => tc.abort(), { priority: 'user-blocking' });
+  assert.equal(tc.signal.aborted, false);
+  return assert.rejects(scheduler.yield(), { name: 'AbortError' });
+}
+// The WPT's ways of reaching yield() from a task's callback through
+// promises: each calls step(arg) after one kind of intervening promise.
+function viaPromises(step) {
+  return {
+    'no intervening promise': (x) => step(x),
+    'across a pending promise': async (x) => {
+      await new Promise((resolve) => queueMicrotask(resolve));
+      await step(x);
+    },
+    'across an await of a settled promise': async (x) => { await Promise.resolve(); await step(x); },
+    'across an await of a non-promise': async (x) => { await null; await step(x); },
+    'in then() on a settled promise': (x) => Promise.resolve().then(() => step(x)),
+    'in a chained then() on a settled promise': (x) => Promise.resolve().then(() => {}).then(() => step(x)),
+    'across an await of a thenable': async (x) => { await { then(resolve) { resolve(); } }; await step(x); },
+    'across a promise resolved with a thenable': async (x) => {
+      await new Promise((resolve) => resolve({ then(r) { r(); } }));
+      await step(x);
+    },
+  };
+}
+const abortInheritance = viaPromises(yieldThenAbort);
+for (const [name, body] of Object.entries(abortInheritance)) {
+  test(`yield-inherit-abort-across-settled-promises: ${name}`, async () => {
+    const tc = new TaskController();
+    await scheduler.postTask(() => body(tc), { signal: tc.signal });
+  });
+}
+
+test('yield-abort: an abort in the task before yield rejects the yield and the task', async () => {
   const tc = new TaskController();
-  const r = await scheduler.postTask(async () => {
-    await Promise.resolve();
-    tc.abort('stop');
-    return scheduler.yield().then(() => 'resumed', (e) => e);
+  let yieldOutcome;
+  const task = scheduler.postTask(async () => {
+    tc.abort();
+    const p = scheduler.yield();
+    yieldOutcome = await p.then(() => 'fulfilled', (e) => e.name);
   }, { signal: tc.signal });
-  assert.equal(r, 'stop');
+  await assert.rejects(task, { name: 'AbortError' });
+  await sleep(1);
+  assert.equal(yieldOutcome, 'AbortError');
 });
 
 test('yield inherits the .then() registration context, not the resolve context', async () => {
@@ -151,6 +192,7 @@ test('yield-priority-timers: continuations run before the next timers', async ()
   // t3 fall due with t1 (the usual case) Node gives t1,t2,t3,y1,y2,y3; when
   // the millisecond ticks between them it gives the WPT order. Either way
   // the continuations run in order, after t1, with nothing between them.
+  // ptsched-host runs a timer per task, so it gives the WPT order.
   assert.ok(['t1,t2,t3,y1,y2,y3', 't1,y1,y2,y3,t2,t3', 't1,t2,y1,y2,y3,t3'].includes(ids.join()),
     ids.join());
 });
@@ -242,4 +284,101 @@ test('many pending yield continuations: each resumes once, in order; aborted one
     await Promise.all(resumed);
     assert.deepEqual(order, Array.from({ length: 2 * N }, (_, i) => i));
     assert.ok((await Promise.all(aborted)).every((r) => r === 'stop'));
+    assertNoTaskLeft();
   });
+
+// WPT yield-inherit-across-settled-promises: in a background task, race a
+// continuation against a user-visible task posted just before the yield;
+// with the state inherited the continuation is background and runs after it.
+function raceContinuation(ids) {
+  const task = scheduler.postTask(() => { ids.push('task'); }, { priority: 'user-visible' });
+  return scheduler.yield().then(() => { ids.push('continuation'); return task; });
+}
+const settledInheritance = viaPromises(raceContinuation);
+for (const [name, body] of Object.entries(settledInheritance)) {
+  test(`yield-inherit-across-settled-promises: ${name}`, async () => {
+    const ids = [];
+    await scheduler.postTask(() => body(ids), { priority: 'background' });
+    assert.equal(ids.join(), 'task,continuation');
+  });
+}
+
+// WPT yield-priority-posttask: a task that yields three times with
+// yieldOptions, then two tasks of each priority posted in descending order.
+async function yieldOrder(taskOptions, yieldOptions) {
+  const ids = [];
+  const tasks = [scheduler.postTask(async () => {
+    ids.push('y0');
+    for (let i = 1; i < 4; i++) { await scheduler.yield(yieldOptions); ids.push(`y${i}`); }
+  }, taskOptions)];
+  for (const [id, priority] of [['ub1', 'user-blocking'], ['ub2', 'user-blocking'], ['uv1', 'user-visible'],
+    ['uv2', 'user-visible'], ['bg1', 'background'], ['bg2', 'background']]) {
+    tasks.push(scheduler.postTask(() => { ids.push(id); }, { priority }));
+  }
+  await Promise.all(tasks);
+  return ids.join();
+}
+const ORDERS = {
+  'user-blocking': 'y0,y1,y2,y3,ub1,ub2,uv1,uv2,bg1,bg2',
+  'user-visible': 'ub1,ub2,y0,y1,y2,y3,uv1,uv2,bg1,bg2',
+  'background': 'ub1,ub2,uv1,uv2,y0,y1,y2,y3,bg1,bg2',
+};
+
+test('yield-priority-posttask: priority and signal options, inherit, inherit by default', async () => {
+  const priorityConfigs = [[{}, 'user-visible'], [{ priority: 'user-visible' }, 'user-visible'],
+    [{ priority: 'user-blocking' }, 'user-blocking'], [{ priority: 'background' }, 'background']];
+  const signalConfigs = Object.keys(ORDERS).map((p) => [{ signal: new TaskController({ priority: p }).signal }, p]);
+  for (const [options, p] of priorityConfigs) {
+    assert.equal(await yieldOrder(options, options), ORDERS[p]);
+    assert.equal(await yieldOrder(options, { priority: 'inherit' }), ORDERS[p]);
+  }
+  for (const [options, p] of signalConfigs) {
+    assert.equal(await yieldOrder(options, options), ORDERS[p]);
+    assert.equal(await yieldOrder(options, { signal: 'inherit' }), ORDERS[p]);
+    assert.equal(await yieldOrder(options, {}), ORDERS[p]);
+  }
+  const bg = new TaskController({ priority: 'background' }).signal;
+  const different = 'y0,ub1,ub2,uv1,uv2,y1,y2,y3,bg1,bg2';
+  assert.equal(await yieldOrder({ priority: 'user-blocking' }, { priority: 'background' }), different);
+  assert.equal(await yieldOrder({ priority: 'user-blocking' }, { signal: bg }), different);
+  assert.equal(await yieldOrder({ priority: 'user-blocking' }, { signal: bg, priority: 'user-blocking' }),
+    ORDERS['user-blocking']);
+});
+
+test('yield-priority-posttask: a TaskSignal\'s dynamic priority; mixed inheritance and default', async () => {
+  const ids = [];
+  const controller = new TaskController();
+  await scheduler.postTask(async () => {
+    ids.push('y0');
+    const subtasks = [scheduler.postTask(() => { ids.push('uv1'); }), scheduler.postTask(() => { ids.push('uv2'); })];
+    await scheduler.yield({ signal: 'inherit' });
+    ids.push('y1');
+    await scheduler.yield({ signal: 'inherit' });
+    ids.push('y2');
+    controller.setPriority('background');
+    await scheduler.yield({ signal: 'inherit' });
+    ids.push('y3');
+    await scheduler.yield({ signal: 'inherit' });
+    ids.push('y4');
+    await Promise.all(subtasks);
+  }, { signal: controller.signal });
+  assert.equal(ids.join(), 'y0,y1,y2,uv1,uv2,y3,y4');
+  const ids2 = [];
+  await scheduler.postTask(async () => {
+    ids2.push('y0');
+    const subtasks = [scheduler.postTask(() => { ids2.push('ub1'); }, { priority: 'user-blocking' }),
+      scheduler.postTask(() => { ids2.push('uv1'); })];
+    await scheduler.yield({ priority: 'user-visible' });
+    ids2.push('y1');
+    await scheduler.yield({ priority: 'user-visible' });
+    ids2.push('y2');
+    subtasks.push(scheduler.postTask(() => { ids2.push('ub2'); }, { priority: 'user-blocking' }));
+    subtasks.push(scheduler.postTask(() => { ids2.push('uv2'); }));
+    await scheduler.yield({ signal: 'inherit' });
+    ids2.push('y3');
+    await scheduler.yield({ signal: 'inherit' });
+    ids2.push('y4');
+    await Promise.all(subtasks);
+  }, { priority: 'user-blocking' });
+  assert.equal(ids2.join(), 'y0,ub1,y1,y2,y3,y4,ub2,uv1,uv2');
+});
