@@ -329,6 +329,17 @@ struct Chain {
   }
 };
 
+// Chains on t's thread, lettered from 'A', each task task_ns long.
+template <size_t N>
+void lettered_chains(OneThread &t, Log &log, Chain (&ch)[N], uint64_t task_ns) {
+  for (size_t i = 0; i < N; i++) {
+    ch[i].a = t.agent();
+    ch[i].log = &log;
+    ch[i].c = static_cast<char>('A' + i);
+    ch[i].task_ns = task_ns;
+  }
+}
+
 // The runs of one letter in s, as (letter, length).
 std::vector<std::pair<char, size_t>> runs_of(const std::string &s) {
   std::vector<std::pair<char, size_t>> r;
@@ -350,12 +361,7 @@ TEST_F(PolicyTest, RoundRobinTurnsRotateAndLastAQuantum) {
   OneThread t(PTS_POLICY_ROUND_ROBIN, 1, 0, 30000);
   Log log;
   Chain ch[3];
-  for (int i = 0; i < 3; i++) {
-    ch[i].a = t.agent();
-    ch[i].log = &log;
-    ch[i].c = static_cast<char>('A' + i);
-    ch[i].task_ns = 2000;
-  }
+  lettered_chains(t, log, ch, 2000);
   ASSERT_TRUE(t.blk.block(t.gate));
   for (auto &c : ch) c.start(600);
   t.blk.release.store(true);
@@ -449,11 +455,7 @@ TEST_F(PolicyTest, FairRunsWithinItsGranularity) {
   OneThread t(PTS_POLICY_FAIR, 1, 0, 20000);
   Log log;
   Chain ch[2];
-  for (int i = 0; i < 2; i++) {
-    ch[i].a = t.agent();
-    ch[i].log = &log;
-    ch[i].c = static_cast<char>('A' + i);
-  }
+  lettered_chains(t, log, ch, 1000);
   ASSERT_TRUE(t.blk.block(t.gate));
   for (auto &c : ch) c.start(4000);
   t.blk.release.store(true);
