@@ -40,6 +40,7 @@ static const struct {
     {"fairness", rb_suite_fairness, "CPU share per tenant vs weight, Jain's index, per policy"},
     {"leak", rb_suite_leak, "leakage between co-located loops per policy (issue 8 hook)"},
     {"balance", rb_suite_balance, "moving loops between pool threads: skewed and even load, balancing on/off"},
+    {"host", rb_suite_host, "JS workloads in ptsched-host, the Node binding and scheduler-polyfill"},
 };
 
 static void usage(FILE *f) {

@@ -37,6 +37,12 @@ void rb_suite_fairness(rb_ctx *ctx);
  * two pool threads with the balancer on and off. */
 void rb_suite_balance(rb_ctx *ctx);
 
+/* The host suite (suite_host.c, issue 33): the same JS workloads in
+ * ptsched-host, in Node with the ptsched binding and in Node with
+ * scheduler-polyfill, each run a child process. After balance, whose
+ * balance.capacity.ratio sets its two-thread target. */
+void rb_suite_host(rb_ctx *ctx);
+
 /* The leak suite of the security study (suite_leak.c). Issue 8 plugs its
  * measurement in with rb_leak_register() before the suites run; until it
  * does, the suite reports "not available" and produces no figure. The hook

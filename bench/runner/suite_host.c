@@ -1,0 +1,390 @@
+/* bench/runner/suite_host.c: the host suite (issue 33). The same JS
+ * workloads (the .js files of host/bench) run as child processes in three systems:
+ * ptsched-host (SpiderMonkey tenants on ptsched agents, docs/host.md), Node
+ * with the ptsched binding (node/, through host/bench/node-ptsched.js) and
+ * Node with npm's scheduler-polyfill (host/bench/node-polyfill.js). One
+ * sample is one child process; the figures a workload prints in its JSON
+ * line are measured inside the script, so process start-up is not in them.
+ * Each system's missing piece (the host binary, `node`, the binding's addon,
+ * the polyfill package) lists that system's figures as unavailable with the
+ * reason; the run goes on.
+ *
+ * Where things are found: the host binary, the workloads and the addon are
+ * data files of the runner, found in the runfiles tree (the working
+ * directory under `bazel run`), else in the workspace (the addon then at
+ * node/build/ptsched.node, from node/build.sh); the polyfill in the
+ * workspace's node/node_modules (`cd node && npm install`).
+ */
+#define _GNU_SOURCE
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/runner/suites.h"
+
+typedef enum sys { SYS_HOST = 0, SYS_NODE, SYS_POLY, SYS_N } sys;
+static const char *const sys_name[SYS_N] = {"host", "node", "polyfill"};
+
+typedef struct env {
+  rb_ctx *ctx;
+  char host[PATH_MAX];   /* ptsched-host */
+  char dir[PATH_MAX];    /* host/bench */
+  char addon[PATH_MAX];  /* the binding's addon */
+  char modules[PATH_MAX]; /* node_modules holding scheduler-polyfill */
+  bool ok[SYS_N];
+  char why[SYS_N][200];
+} env;
+
+/* rel in the runfiles tree (the working directory), else in the workspace. */
+static bool find_rel(const rb_ctx *ctx, const char *rel, char *out) {
+  if (access(rel, R_OK) == 0 && realpath(rel, out) != NULL) return true;
+  char p[PATH_MAX + 1100];
+  if (ctx->workspace[0] != '\0' && (size_t)snprintf(p, sizeof p, "%s/%s", ctx->workspace, rel) <
+                                       sizeof p &&
+      access(p, R_OK) == 0 && realpath(p, out) != NULL)
+    return true;
+  return false;
+}
+
+static void find_all(env *e) {
+  rb_ctx *ctx = e->ctx;
+  bool have_dir = find_rel(ctx, "host/bench/tasks.js", e->dir);
+  if (have_dir) *strrchr(e->dir, '/') = '\0';
+  bool have_node = system("command -v node >/dev/null 2>&1") == 0;
+  for (int s = 0; s < SYS_N; s++) {
+    e->ok[s] = have_dir;
+    if (!have_dir) snprintf(e->why[s], sizeof e->why[s], "host/bench/*.js not found");
+  }
+  if (e->ok[SYS_HOST] && !find_rel(ctx, "host/ptsched-host", e->host)) {
+    e->ok[SYS_HOST] = false;
+    snprintf(e->why[SYS_HOST], sizeof e->why[SYS_HOST],
+             "ptsched-host not found (bazel build //host:ptsched-host; needs libmozjs-102-dev)");
+  }
+  for (int s = SYS_NODE; s <= SYS_POLY; s++)
+    if (e->ok[s] && !have_node) {
+      e->ok[s] = false;
+      snprintf(e->why[s], sizeof e->why[s], "no `node` on the PATH (Node 20)");
+    }
+  if (e->ok[SYS_NODE] && !find_rel(ctx, "node/libptsched.node.so", e->addon) &&
+      !find_rel(ctx, "node/ptsched.node", e->addon) &&
+      !find_rel(ctx, "node/build/ptsched.node", e->addon)) {
+    e->ok[SYS_NODE] = false;
+    snprintf(e->why[SYS_NODE], sizeof e->why[SYS_NODE],
+             "the binding's addon not found (bash node/build.sh)");
+  }
+  if (e->ok[SYS_POLY] && !find_rel(ctx, "node/node_modules/scheduler-polyfill/package.json",
+                                   e->modules)) {
+    e->ok[SYS_POLY] = false;
+    snprintf(e->why[SYS_POLY], sizeof e->why[SYS_POLY],
+             "npm scheduler-polyfill not installed (cd node && npm install)");
+  }
+  if (e->ok[SYS_POLY]) /* .../node_modules/scheduler-polyfill/package.json */
+    for (int i = 0; i < 2; i++) *strrchr(e->modules, '/') = '\0';
+}
+
+/* The command running workload w (a file of host/bench) in system s; for the
+ * host, `extra` holds its options and the tenants' files (w is then unused). */
+static void command(const env *e, sys s, const char *w, const char *extra, char *cmd, size_t n) {
+  switch (s) {
+  case SYS_HOST:
+    snprintf(cmd, n, "cd '%s' && '%s' %s 2>&1", e->dir, e->host, extra);
+    break;
+  case SYS_NODE:
+    snprintf(cmd, n, "cd '%s' && PTSCHED_NODE_ADDON='%s' node -r ./node-ptsched.js '%s' 2>&1",
+             e->dir, e->addon, w);
+    break;
+  default:
+    snprintf(cmd, n, "cd '%s' && NODE_PATH='%s' node -r ./node-polyfill.js '%s' 2>&1", e->dir,
+             e->modules, w);
+    break;
+  }
+}
+
+/* Runs cmd and reads every workload result line ({"bench":...}, perhaps
+ * after a tenant's "[name] " prefix): the numbers of fields f1 and f2 (f2
+ * may be NULL) go to v1[i], v2[i]. Returns how many lines, or -1 when the
+ * process failed or printed none. */
+static int run_lines(const char *cmd, const char *f1, const char *f2, double *v1, double *v2,
+                     int max) {
+  FILE *p = popen(cmd, "r");
+  if (p == NULL) return -1;
+  char line[1024], pat[64];
+  int got = 0;
+  while (fgets(line, sizeof line, p) != NULL) {
+    const char *j = strstr(line, "{\"bench\":");
+    if (j == NULL || got >= max) continue;
+    const char *f[2] = {f1, f2};
+    double *v[2] = {v1, v2};
+    bool all = true;
+    for (int k = 0; k < 2 && f[k] != NULL; k++) {
+      snprintf(pat, sizeof pat, "\"%s\":", f[k]);
+      const char *q = strstr(j, pat);
+      if (q == NULL) {
+        all = false;
+        break;
+      }
+      v[k][got] = strtod(q + strlen(pat), NULL);
+    }
+    got += all;
+  }
+  return pclose(p) == 0 && got > 0 ? got : -1;
+}
+
+/* ---- postTask+run and yield: one workload, three systems ---- */
+
+typedef struct one {
+  const env *e;
+  sys s;
+  const char *w;     /* tasks.js or yield.js */
+  const char *field; /* its figure in us */
+} one;
+
+static double one_sample(void *arg) {
+  const one *o = arg;
+  char extra[PATH_MAX], cmd[4 * PATH_MAX];
+  snprintf(extra, sizeof extra, "--threads 1 '%s'", o->w);
+  command(o->e, o->s, o->w, extra, cmd, sizeof cmd);
+  double v;
+  return run_lines(cmd, o->field, NULL, &v, NULL, 1) == 1 ? v : -1;
+}
+
+static void three_way(rb_ctx *ctx, const env *e, const char *name, const char *w,
+                      const char *field, const char *unit) {
+  one o[SYS_N];
+  rb_spec g[SYS_N];
+  char keys[SYS_N][RB_KEY_MAX];
+  size_t n = 0;
+  for (int s = 0; s < SYS_N; s++) {
+    char scen[64];
+    snprintf(scen, sizeof scen, "%s_%s", name, sys_name[s]);
+    rb_key_make(keys[s], sizeof keys[s], "host", scen, unit);
+    if (!e->ok[s]) {
+      rb_unavailable_add(ctx, keys[s], "%s", e->why[s]);
+      continue;
+    }
+    o[n] = (one){e, (sys)s, w, field};
+    g[n] = (rb_spec){keys[s], "us", s == SYS_HOST ? RB_PTSCHED : RB_PEER, one_sample, &o[n]};
+    n++;
+  }
+  if (n > 0) rb_measure_group(ctx, g, n);
+  rb_compare(ctx, keys[SYS_HOST], NULL, keys[SYS_NODE], keys[SYS_POLY], NULL);
+  char r[RB_KEY_MAX];
+  snprintf(r, sizeof r, "host.%s.x_node", name);
+  if (strcmp(name, "post_run") == 0)
+    rb_ratio_target(ctx, r, keys[SYS_HOST], keys[SYS_NODE], 0.5,
+                    "<= 0.5x the Node binding's, same workload, same run", "issue 33");
+  else
+    rb_ratio_info(ctx, r, keys[SYS_HOST], keys[SYS_NODE]);
+  snprintf(r, sizeof r, "host.%s.x_polyfill", name);
+  rb_ratio_info(ctx, r, keys[SYS_HOST], keys[SYS_POLY]);
+  snprintf(r, sizeof r, "host.%s.node_x_polyfill", name);
+  rb_ratio_info(ctx, r, keys[SYS_NODE], keys[SYS_POLY]);
+}
+
+/* ---- scale: A copies of tasks.js as A tenants on T threads ---- */
+
+/* Tasks per run, split among the tenants: a sample is the difference of a
+ * run of SCALE_TOTAL and one of SCALE_MORE times as many, so what is paid
+ * once per process and per tenant (the engine, each tenant's realm, started
+ * by a task of its own between the others' tasks; 64 tenants' cost about
+ * 300 ms) cancels. The difference is 9,600 tasks, 100 ms and more, against
+ * the 10-20 ms that start-up varies by. */
+#define SCALE_TOTAL 3200
+#define SCALE_MORE 4
+
+typedef struct scale_arg {
+  const env *e;
+  unsigned threads;
+  size_t tenants;
+  char preload[2][PATH_MAX]; /* SCALE_TOTAL and SCALE_MORE times as many */
+} scale_arg;
+
+/* One host run: its --bench line's wall_ms and tasks; false on failure. */
+static bool scale_run(const scale_arg *a, const char *preload, double *wall_ms, double *tasks) {
+  size_t n = 64 + a->tenants * 12 + 2 * PATH_MAX;
+  char *extra = malloc(n), *cmd = malloc(n + 4 * PATH_MAX);
+  if (!extra || !cmd) abort();
+  size_t off = (size_t)snprintf(extra, n, "--bench --threads %u --preload '%s'", a->threads,
+                                preload);
+  for (size_t i = 0; i < a->tenants; i++) off += (size_t)snprintf(extra + off, n - off, " tasks.js");
+  command(a->e, SYS_HOST, NULL, extra, cmd, n + 4 * PATH_MAX);
+  free(extra);
+  FILE *p = popen(cmd, "r");
+  free(cmd);
+  if (p == NULL) return false;
+  char line[1024];
+  bool found = false;
+  while (fgets(line, sizeof line, p) != NULL) {
+    const char *w = strstr(line, " wall_ms="), *t = strstr(line, " tasks=");
+    if (strncmp(line, "bench ", 6) != 0 || w == NULL || t == NULL || strstr(line, " failed=0") == NULL)
+      continue;
+    *wall_ms = strtod(w + 9, NULL);
+    *tasks = strtod(t + 7, NULL);
+    found = true;
+  }
+  return pclose(p) == 0 && found;
+}
+
+/* us per task: the extra wall time of the longer run over its extra tasks. */
+static double scale_sample(void *arg) {
+  const scale_arg *a = arg;
+  double w[2], t[2];
+  for (int i = 0; i < 2; i++)
+    if (!scale_run(a, a->preload[i], &w[i], &t[i])) return -1;
+  if (t[1] <= t[0] || w[1] <= w[0]) return -1;
+  return (w[1] - w[0]) * 1e3 / (t[1] - t[0]);
+}
+
+static void scale(rb_ctx *ctx, const env *e) {
+  static const size_t am[] = {1, 16, 64};
+  enum { NA = sizeof am / sizeof am[0] };
+  scale_arg a[2 * NA];
+  rb_spec g[2 * NA];
+  char keys[2 * NA][RB_KEY_MAX];
+  size_t n = 0;
+  for (unsigned t = 1; t <= 2; t++)
+    for (size_t k = 0; k < NA; k++, n++) {
+      char scen[64];
+      snprintf(scen, sizeof scen, "scale_t%u_a%zu", t, am[k]);
+      rb_key_make(keys[n], sizeof keys[n], "host", scen, "us_per_task");
+      a[n] = (scale_arg){.e = e, .threads = t, .tenants = am[k]};
+      for (int i = 0; i < 2; i++) {
+        size_t per = (size_t)(i ? SCALE_MORE : 1) * SCALE_TOTAL / am[k];
+        snprintf(a[n].preload[i], sizeof a[n].preload[i], "%s/host-preload-%zu.js", ctx->outdir,
+                 per);
+        FILE *f = fopen(a[n].preload[i], "w");
+        if (f == NULL) {
+          rb_unavailable_add(ctx, "host.scale", "cannot write %s", a[n].preload[i]);
+          return;
+        }
+        fprintf(f, "globalThis.PTS_BENCH_TASKS = %zu;\n", per);
+        fclose(f);
+      }
+      g[n] = (rb_spec){keys[n], "us", RB_PTSCHED, scale_sample, &a[n]};
+    }
+  rb_measure_group(ctx, g, n);
+  rb_ratio_target(ctx, "host.scale_t1_a64.x_a1", keys[2], keys[0], 2.0,
+                  "<= 2x one tenant's us/task (64 JS tenants, one thread)", "issue 33");
+  rb_ratio_info(ctx, "host.scale_t1_a16.x_a1", keys[1], keys[0]);
+  rb_metric *m = rb_ratio_info(ctx, "host.scale_t2_a64.x_t1", keys[2], keys[5]);
+  if (m == NULL) return;
+  m->higher_better = true;
+  rb_metric *cap = rb_find(ctx, "balance.capacity.ratio");
+  if (cap != NULL) {
+    rb_target(ctx, "host.scale_t2_a64.x_t1", 0.85 * cap->sum.median,
+              ">= 0.85x balance.capacity.ratio");
+    rb_target_from(ctx, "host.scale_t2_a64.x_t1", "issue 33");
+  } else {
+    rb_note(ctx, "host.scale_t2_a64.x_t1",
+            "1 thread's us/task over 2 threads' at 64 tenants; the target (>= 0.85x "
+            "balance.capacity.ratio) is set when the balance suite runs first");
+  }
+}
+
+/* ---- latency: latency.js's user-blocking p99 under its own flood ---- */
+
+static const char *const policies[] = {"strict", "round-robin", "fair", "randomized",
+                                       "time-partitioned"};
+enum { NPOL = sizeof policies / sizeof policies[0] };
+
+static void latency(rb_ctx *ctx, const env *e) {
+  int runs = ctx->opt.quick ? 1 : 2; /* ~0.6 s a run */
+  double v[NPOL + 1][2];
+  bool ok[NPOL + 1];
+  char keys[NPOL + 1][RB_KEY_MAX];
+  for (int p = 0; p <= NPOL; p++) {
+    char part[32], scen[64];
+    rb_key_part(part, sizeof part, p < NPOL ? policies[p] : "node");
+    snprintf(scen, sizeof scen, "latency_%s", part);
+    rb_key_make(keys[p], sizeof keys[p], "host", scen, "p99_us");
+    ok[p] = p < NPOL ? e->ok[SYS_HOST] : e->ok[SYS_NODE];
+    if (!ok[p]) rb_unavailable_add(ctx, keys[p], "%s", e->why[p < NPOL ? SYS_HOST : SYS_NODE]);
+  }
+  for (int r = 0; r < runs; r++)
+    for (int p = 0; p <= NPOL; p++) {
+      if (!ok[p]) continue;
+      char extra[256], cmd[4 * PATH_MAX];
+      snprintf(extra, sizeof extra, "--threads 1 --policy %s latency.js", policies[p < NPOL ? p : 0]);
+      command(e, p < NPOL ? SYS_HOST : SYS_NODE, "latency.js", extra, cmd, sizeof cmd);
+      double ms;
+      if (run_lines(cmd, "p99_ms", NULL, &ms, NULL, 1) != 1) {
+        ok[p] = false;
+        rb_unavailable_add(ctx, keys[p], "latency.js failed (run %d)", r + 1);
+        continue;
+      }
+      v[p][r] = ms * 1e3;
+    }
+  for (int p = 0; p <= NPOL; p++) {
+    if (!ok[p]) continue;
+    rb_record(ctx, keys[p], "us", p < NPOL ? RB_PTSCHED : RB_PEER, v[p], (size_t)runs);
+    rb_note(ctx, keys[p],
+            "latency.js: one tenant posts a user-blocking task every 5 ms while flooding "
+            "itself with 0.5 ms background chunks; p99 of 100 start delays a run");
+  }
+}
+
+/* ---- leak: leak-probe.js against leak-victim.js on one thread ---- */
+
+/* A binary symmetric channel's capacity, bits per use, at accuracy acc. */
+static double bsc_bits(double acc) {
+  double q = acc < 0.5 ? 1 - acc : acc;
+  if (q >= 1) return 1;
+  return 1 + q * log2(q) + (1 - q) * log2(1 - q);
+}
+
+static void leak(rb_ctx *ctx, const env *e) {
+  rb_unavailable_add(ctx, "host.leak_quantized.s1_bits_per_window",
+                     "the host has no quantized policy (it is the study's, agents/study.h, "
+                     "not one of pts_policy's)");
+  const char *key = "host.leak_strict.s1_bits_per_window";
+  if (!e->ok[SYS_HOST]) {
+    rb_unavailable_add(ctx, key, "%s", e->why[SYS_HOST]);
+    return;
+  }
+  int runs = ctx->opt.quick ? 1 : 2; /* ~0.5 s a run */
+  double v[2];
+  for (int r = 0; r < runs; r++) {
+    char cmd[4 * PATH_MAX];
+    command(e, SYS_HOST, NULL, "--threads 1 --policy strict leak-probe.js leak-victim.js", cmd,
+            sizeof cmd);
+    double acc;
+    if (run_lines(cmd, "accuracy", NULL, &acc, NULL, 1) != 1) {
+      rb_unavailable_add(ctx, key, "leak-probe.js printed no accuracy (run %d)", r + 1);
+      return;
+    }
+    v[r] = bsc_bits(acc);
+  }
+  rb_record(ctx, key, "bit", RB_PTSCHED, v, (size_t)runs);
+  rb_target(ctx, key, 0.8, ">= 0.8 bit/window (strict leaks)");
+  rb_target_from(ctx, key, "issue 33");
+  rb_find(ctx, key)->higher_better = true;
+  rb_note(ctx, key,
+          "S1 as JS tenants: the probe's guess of each of 40 10 ms slots (window) against "
+          "the victim's bits; 1 - H(1 - accuracy), the capacity of a binary symmetric channel "
+          "with that error rate (40 slots: about +-0.1 of noise near 0)");
+}
+
+void rb_suite_host(rb_ctx *ctx) {
+  env e = {.ctx = ctx};
+  find_all(&e);
+  if (!e.ok[SYS_HOST] && !e.ok[SYS_NODE] && !e.ok[SYS_POLY]) {
+    rb_unavailable_add(ctx, "host", "%s; %s; %s", e.why[0], e.why[1], e.why[2]);
+    return;
+  }
+  rb_progress(ctx, "postTask+run (tasks.js) and yield (yield.js): host, node, polyfill");
+  three_way(ctx, &e, "post_run", "tasks.js", "per_task_us", "us_per_task");
+  three_way(ctx, &e, "yield", "yield.js", "per_yield_us", "us_per_yield");
+  if (e.ok[SYS_HOST]) {
+    rb_progress(ctx, "scale: 1/16/64 tenants on 1 and 2 threads");
+    scale(ctx, &e);
+  } else {
+    rb_unavailable_add(ctx, "host.scale", "%s", e.why[SYS_HOST]);
+  }
+  rb_progress(ctx, "latency per policy (latency.js)");
+  latency(ctx, &e);
+  rb_progress(ctx, "leak: S1 as JS tenants");
+  leak(ctx, &e);
+}
