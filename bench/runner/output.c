@@ -506,6 +506,16 @@ static const char *suite_text(const char *s) {
            "`capacity.ratio`: even off over skewed off (what two busy threads get over one on "
            "this host during the run; 2 when the host is idle); `skewed.efficiency`: speedup "
            "over capacity.";
+  if (!strcmp(s, "host"))
+    return "The same JS workloads (host/bench) as child processes in ptsched-host, in Node with "
+           "the ptsched binding and in Node with npm's scheduler-polyfill, one process a sample, "
+           "timed inside the script: `post_run_*` (tasks.js, 3000 postTasks over 3 priorities) "
+           "and `yield_*` (yield.js, 5000 yields), the systems interleaved. `scale_tT_aA`: A "
+           "tenants of tasks.js on T threads, the wall time of 4x the tasks minus that of 1x "
+           "over the extra tasks (start-up and realms cancel). `latency_<policy>`: latency.js's "
+           "user-blocking p99 under its own background flood. `leak_strict`: leak-probe.js "
+           "against leak-victim.js on one thread, the probe's accuracy over 40 windows as a "
+           "binary symmetric channel's capacity.";
   return "";
 }
 
