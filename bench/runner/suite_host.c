@@ -284,7 +284,13 @@ static void scale(rb_ctx *ctx, const env *e) {
   }
 }
 
-/* ---- latency: latency.js's user-blocking p99 under its own flood ---- */
+/* ---- latency: latency.js's user-blocking p99 beside a flooding tenant ----
+ *
+ * In the host two tenants of latency.js share one thread: each floods with
+ * 0.5 ms background chunks and probes with a user-blocking task every 5 ms,
+ * so each probe competes with the other tenant's flood as the policy orders
+ * them; the figure is the worse tenant's p99. Node has one loop: there
+ * latency.js runs alone (its probe against its own flood). */
 
 static const char *const policies[] = {"strict", "round-robin", "fair", "randomized",
                                        "time-partitioned"};
@@ -307,22 +313,27 @@ static void latency(rb_ctx *ctx, const env *e) {
     for (int p = 0; p <= NPOL; p++) {
       if (!ok[p]) continue;
       char extra[256], cmd[4 * PATH_MAX];
-      snprintf(extra, sizeof extra, "--threads 1 --policy %s latency.js", policies[p < NPOL ? p : 0]);
+      snprintf(extra, sizeof extra, "--threads 1 --policy %s latency.js latency.js",
+               policies[p < NPOL ? p : 0]);
       command(e, p < NPOL ? SYS_HOST : SYS_NODE, "latency.js", extra, cmd, sizeof cmd);
-      double ms;
-      if (run_lines(cmd, "p99_ms", NULL, &ms, NULL, 1) != 1) {
+      double ms[2];
+      int want = p < NPOL ? 2 : 1;
+      if (run_lines(cmd, "p99_ms", NULL, ms, NULL, want) != want) {
         ok[p] = false;
         rb_unavailable_add(ctx, keys[p], "latency.js failed (run %d)", r + 1);
         continue;
       }
-      v[p][r] = ms * 1e3;
+      v[p][r] = (want == 2 && ms[1] > ms[0] ? ms[1] : ms[0]) * 1e3;
     }
   for (int p = 0; p <= NPOL; p++) {
     if (!ok[p]) continue;
     rb_record(ctx, keys[p], "us", p < NPOL ? RB_PTSCHED : RB_PEER, v[p], (size_t)runs);
     rb_note(ctx, keys[p],
-            "latency.js: one tenant posts a user-blocking task every 5 ms while flooding "
-            "itself with 0.5 ms background chunks; p99 of 100 start delays a run");
+            p < NPOL ? "latency.js as two tenants on one thread, each posting a user-blocking "
+                       "task every 5 ms while flooding with 0.5 ms background chunks: the worse "
+                       "tenant's p99 of 100 start delays a run"
+                     : "latency.js alone in Node (one loop): the user-blocking probe against its "
+                       "own flood of 0.5 ms background chunks, p99 of 100 start delays a run");
   }
 }
 
