@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Builds the addon with the project's Bazel build and copies it to
 # node/build/ptsched.node, where lib/ptsched.js looks for it.
-# PTS_DISK_CACHE: Bazel's disk cache (default as in tools/test.sh).
+# PTS_DISK_CACHE: Bazel's disk cache (tools/lib.sh).
 set -eu
 cd "$(dirname "$0")/.."
-disk=${PTS_DISK_CACHE:-$HOME/.cache/ptsched/bazel-disk}
-mkdir -p "$disk"
+. tools/lib.sh
+disk=$(pts_disk_cache)
 # Extra Bazel flags may follow (e.g. --config=opt for the benchmark).
 bazel build --disk_cache="$disk" "$@" //node:ptsched.node >&2
 bin=$(bazel info --disk_cache="$disk" "$@" bazel-bin 2>/dev/null)

@@ -4,7 +4,8 @@
 # check, "PASS name" or "FAIL name" (with the failing output below it), and
 # exits non-zero if any check failed. tools/test.sh counts these lines.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
+. tools/lib.sh
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
@@ -22,9 +23,8 @@ check() {
   fi
 }
 
-ver() { sed -n "s/^#define PTS_VERSION_$1 \([0-9]*\)$/\1/p" include/ptsched/version.h; }
-major=$(ver MAJOR)
-version=$major.$(ver MINOR).$(ver PATCH)
+major=$(pts_ver MAJOR)
+version=$major.$(pts_ver MINOR).$(pts_ver PATCH)
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 # Nothing of this repository may leak into the consumers' builds.
 unset CPATH C_INCLUDE_PATH LIBRARY_PATH LD_LIBRARY_PATH

@@ -5,11 +5,11 @@
 # the .deb's path.
 set -eu
 cd "$(dirname "$0")/.."
+. tools/lib.sh
 outdir=${1:-out/deb}
 mkdir -p "$outdir"
 outdir=$(cd "$outdir" && pwd)
-ver() { sed -n "s/^#define PTS_VERSION_$1 \([0-9]*\)$/\1/p" include/ptsched/version.h; }
-version=$(ver MAJOR).$(ver MINOR).$(ver PATCH)
+version=$(pts_ver MAJOR).$(pts_ver MINOR).$(pts_ver PATCH)
 arch=$(dpkg --print-architecture)
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
@@ -24,7 +24,7 @@ Section: libdevel
 Priority: optional
 Depends: libc6 (>= 2.34)
 Description: Prioritized Task Scheduling API (postTask, yield) as a C11 runtime
- libptsched.so.$(ver MAJOR), libptsched.a, the public headers and ptsched.pc.
+ libptsched.so.$(pts_ver MAJOR), libptsched.a, the public headers and ptsched.pc.
 CTL
 deb=$outdir/libptsched-dev_${version}_$arch.deb
 dpkg-deb --root-owner-group --build "$stage/root" "$deb" >&2

@@ -5,16 +5,16 @@
 # Usage: bash tools/docs.sh [OUT]
 set -eu
 cd "$(dirname "$0")/.."
+. tools/lib.sh
 command -v doxygen >/dev/null || bash tools/setup.sh
 out=${1:-out/docs}
 mkdir -p "$out"
-ver() { sed -n "s/^#define PTS_VERSION_$1 \([0-9]*\)$/\1/p" include/ptsched/version.h; }
 log=$out/warnings.log
 rm -rf "$out/html"
 {
   cat docs/Doxyfile
   echo "OUTPUT_DIRECTORY = $out"
-  echo "PROJECT_NUMBER = $(ver MAJOR).$(ver MINOR).$(ver PATCH)"
+  echo "PROJECT_NUMBER = $(pts_ver MAJOR).$(pts_ver MINOR).$(pts_ver PATCH)"
   echo "WARN_LOGFILE = $log"
 } | doxygen - >/dev/null 2>&1 || true
 if [ -s "$log" ] || [ ! -f "$out/html/index.html" ]; then

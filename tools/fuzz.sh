@@ -14,7 +14,8 @@
 # line; exits non-zero on any divergence, accounting failure or sanitizer
 # report. The CI sizes run from tools/test.sh; this is the long version.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
+. tools/lib.sh
 ops=0 chaos=0 seed=1 config=opt lf=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -30,8 +31,7 @@ if [ "$ops" = 0 ] && [ "$chaos" = 0 ] && [ "$lf" = 0 ]; then
   echo "usage: bash tools/fuzz.sh --ops N [--chaos N] [--seed S] [--config opt|asan|tsan] [--libfuzzer SECONDS]" >&2
   exit 2
 fi
-disk=${PTS_DISK_CACHE:-$HOME/.cache/ptsched/bazel-disk}
-mkdir -p "$disk"
+disk=$(pts_disk_cache)
 flags=(--disk_cache="$disk" --noshow_progress "--config=$config")
 rc=0
 if [ "$ops" != 0 ] || [ "$chaos" != 0 ]; then

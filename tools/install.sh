@@ -13,15 +13,14 @@ set -eu
 case $1 in /*) prefix=$1 ;; *) prefix=$(pwd)/$1 ;; esac
 prefix=${prefix%/}
 cd "$(dirname "$0")/.."
-disk=${PTS_DISK_CACHE:-$HOME/.cache/ptsched/bazel-disk}
-mkdir -p "$disk"
+. tools/lib.sh
+disk=$(pts_disk_cache)
 flags=(--disk_cache="$disk" --compilation_mode=opt)
 bazel build --noshow_progress "${flags[@]}" //dist:dist >&2
 bin=$(bazel info "${flags[@]}" bazel-bin 2>/dev/null)/dist
 
 # The version, from the one place it is written.
-ver() { sed -n "s/^#define PTS_VERSION_$1 \([0-9]*\)$/\1/p" include/ptsched/version.h; }
-major=$(ver MAJOR) minor=$(ver MINOR) patch=$(ver PATCH)
+major=$(pts_ver MAJOR) minor=$(pts_ver MINOR) patch=$(pts_ver PATCH)
 version=$major.$minor.$patch
 [ -f "$bin/libptsched.so.$major" ] ||
   { echo "install: no libptsched.so.$major (dist SOVERSION != PTS_VERSION_MAJOR?)" >&2; exit 1; }

@@ -5,8 +5,8 @@
 # holds results.json, results.csv, report.md and the plots.
 set -eu
 cd "$(dirname "$0")/.."
+. tools/lib.sh
 bash tools/setup.sh
-disk=${PTS_DISK_CACHE:-$HOME/.cache/ptsched/bazel-disk}
-mkdir -p "$disk"
+disk=$(pts_disk_cache)
 bazel run --noshow_progress --config=opt --disk_cache="$disk" \
   //bench/runner:ptsched-bench -- "$@"

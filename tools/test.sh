@@ -11,11 +11,11 @@
 # PTS_DISK_CACHE: Bazel's disk cache, shared across clones (default below).
 # PTS_CONFIGS: the configs to run (default "plain asan tsan").
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || { echo "0 passed, 1 failed"; exit 1; }
+. tools/lib.sh
 bash tools/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
 
-disk=${PTS_DISK_CACHE:-$HOME/.cache/ptsched/bazel-disk}
-mkdir -p "$disk"
+disk=$(pts_disk_cache)
 configs=${PTS_CONFIGS:-plain asan tsan}
 targets=$(bazel query --noshow_progress 'tests(//...) except attr(tags, "manual", tests(//...))' 2>/dev/null)
 if [ -z "$targets" ]; then
