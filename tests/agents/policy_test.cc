@@ -340,6 +340,17 @@ void lettered_chains(OneThread &t, Log &log, Chain (&ch)[N], uint64_t task_ns) {
   }
 }
 
+// Starts n tasks of each chain while t's gate holds the thread (every
+// decision then sees all of them ready), lets them run, and returns the log.
+template <size_t N>
+std::string run_chains(OneThread &t, Log &log, Chain (&ch)[N], int n) {
+  EXPECT_TRUE(t.blk.block(t.gate));
+  for (auto &c : ch) c.start(n);
+  t.blk.release.store(true);
+  for (auto &c : ch) EXPECT_EQ(0, pts_agent_drain(c.a));
+  return log.get();
+}
+
 // The runs of one letter in s, as (letter, length).
 std::vector<std::pair<char, size_t>> runs_of(const std::string &s) {
   std::vector<std::pair<char, size_t>> r;
@@ -362,11 +373,7 @@ TEST_F(PolicyTest, RoundRobinTurnsRotateAndLastAQuantum) {
   Log log;
   Chain ch[3];
   lettered_chains(t, log, ch, 2000);
-  ASSERT_TRUE(t.blk.block(t.gate));
-  for (auto &c : ch) c.start(600);
-  t.blk.release.store(true);
-  for (auto &c : ch) ASSERT_EQ(0, pts_agent_drain(c.a));
-  std::string s = log.get();
+  std::string s = run_chains(t, log, ch, 600);
   ASSERT_EQ(1800u, s.size());
   // While all three are ready: up to the first chain's last task (turns
   // run for time, so the chains end apart).
@@ -456,11 +463,7 @@ TEST_F(PolicyTest, FairRunsWithinItsGranularity) {
   Log log;
   Chain ch[2];
   lettered_chains(t, log, ch, 1000);
-  ASSERT_TRUE(t.blk.block(t.gate));
-  for (auto &c : ch) c.start(4000);
-  t.blk.release.store(true);
-  for (auto &c : ch) ASSERT_EQ(0, pts_agent_drain(c.a));
-  std::string s = log.get();
+  std::string s = run_chains(t, log, ch, 4000);
   ASSERT_EQ(8000u, s.size());
   // The first half: both ready all along.
   auto r = runs_of(s.substr(0, 4000));
