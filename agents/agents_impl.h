@@ -251,9 +251,8 @@ struct pts__worker {
   /* The worker's clock (pool.c, "rounds"): the last reading, the steps
    * run since, by agent (r_agent[i] ran r_steps[i] of them; an agent
    * stepped twice in a row has one entry), and how many steps the next
-   * round may have before the clock is read again; the last round's mean
-   * step (ns). */
-  uint64_t clk, r_mean;
+   * round may have before the clock is read again. */
+  uint64_t clk;
   uint32_t r_total, r_len, r_limit;
   pts_agent *r_agent[PTS__ROUND_MAX];
   uint32_t r_steps[PTS__ROUND_MAX];

@@ -509,7 +509,6 @@ static uint64_t round_end(pts__worker *w) {
   }
   stat_add(&w->st_steps, w->r_total);
   stat_add(&w->st_busy_ns, el);
-  w->r_mean = per;
   w->r_limit = exact_rounds(w)          ? 1
                : per * PTS__ROUND_MAX <= ROUND_NS ? PTS__ROUND_MAX
                : per >= ROUND_NS                  ? 1
