@@ -1285,7 +1285,7 @@ static void stop_workers(pts_pool *pool) {
 static int pool_create(const pts_pool_options *opts, const pts__quant_options *q,
                        int npolicies, pts_pool **out) {
   if (out == NULL) return PTS_EINVAL;
-  pts_pool_options o = {0, PTS_POLICY_STRICT, 0, 0, false, 0};
+  pts_pool_options o = {0}; /* PTS_POLICY_STRICT is 0 */
   if (opts != NULL) o = *opts;
   if ((unsigned)o.policy >= (unsigned)npolicies) return PTS_EINVAL;
   if (o.quantum_ns > PTS__QUANTUM_MAX_NS) return PTS_EINVAL;

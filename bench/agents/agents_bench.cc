@@ -42,7 +42,7 @@ pts_value nop_task(void *, int) { return pts_undefined(); }
 
 void BM_CrossThreadPost(benchmark::State &state) {
   const int64_t n = state.range(0);
-  pts_pool_options o = {2, PTS_POLICY_STRICT, 1, 0, false, 0};
+  pts_pool_options o = {2, PTS_POLICY_STRICT, 1, 0, false, 0, {0, 0, 0}, 0, nullptr, nullptr};
   pts_pool *p;
   pts_pool_new(&o, &p);
   pts_agent_options ao = PTS_AGENT_OPTIONS_INIT;
@@ -66,7 +66,7 @@ BENCHMARK(BM_CrossThreadPost)->Arg(1000000)->Iterations(1)->Repetitions(5)
 void nop_fn(void *, int) {}
 void BM_CrossThreadQueueTask(benchmark::State &state) {
   const int64_t n = state.range(0);
-  pts_pool_options o = {2, PTS_POLICY_STRICT, 1, 0, false, 0};
+  pts_pool_options o = {2, PTS_POLICY_STRICT, 1, 0, false, 0, {0, 0, 0}, 0, nullptr, nullptr};
   pts_pool *p;
   pts_pool_new(&o, &p);
   pts_agent_options ao = PTS_AGENT_OPTIONS_INIT;
@@ -107,7 +107,7 @@ void BM_Scaling(benchmark::State &state) {
   const auto policy = static_cast<pts_policy>(state.range(0));
   const int64_t agents = state.range(1);
   const int64_t total = 200000;
-  pts_pool_options o = {2, policy, 1, 100000 /* 100 us slots */, false, 0};
+  pts_pool_options o = {2, policy, 1, 100000 /* 100 us slots */, false, 0, {0, 0, 0}, 0, nullptr, nullptr};
   pts_pool *p;
   pts_pool_new(&o, &p);
   std::vector<pts_agent *> as(static_cast<size_t>(agents));
@@ -171,7 +171,7 @@ pts_value probe_task(void *d, int status) {
 void BM_Latency(benchmark::State &state) {
   const auto policy = static_cast<pts_policy>(state.range(0));
   const int samples = 4000;
-  pts_pool_options o = {1, policy, 1, 0, false, 0};
+  pts_pool_options o = {1, policy, 1, 0, false, 0, {0, 0, 0}, 0, nullptr, nullptr};
   pts_pool *p;
   pts_pool_new(&o, &p);
   pts_agent *victim;

@@ -773,7 +773,7 @@ int lk_run_real(const lk_config *c, lk_trace *tr) {
   /* quantum 1: the study's model is one task per turn, as an event loop
    * shared by origins interleaves them (docs/security.md). */
   pts_pool_options po = {two ? 2u : 1u, sep ? PTS_POLICY_ROUND_ROBIN : (pts_policy)c->policy,
-                         c->seed, 0, false, 1};
+                         c->seed, 0, false, 1, {0, 0, 0}, 0, NULL, NULL};
   pts__quant_options q = {0, 0, 0, 0, c->round1};
   if (rc == 0) rc = pts__pool_new_ext(&po, &q, &pool);
   pts_agent *aa = NULL, *va = NULL;
@@ -934,7 +934,7 @@ int lk_cost_real(int policy, uint64_t busy_span_ns, uint64_t idle_span_ns, lk_co
     uint64_t span_ns = scen == 1 && idle_span_ns > 0 ? idle_span_ns : busy_span_ns;
     pts_pool *pool = NULL;
     pts_pool_options po = {sep ? 2u : 1u, sep ? PTS_POLICY_ROUND_ROBIN : (pts_policy)policy, 1, 0,
-                           false, 1}; /* one task per turn, as above */
+                           false, 1, {0, 0, 0}, 0, NULL, NULL}; /* one task per turn, as above */
     rc = pts__pool_new_ext(&po, NULL, &pool);
     if (rc != 0) return rc;
     pts_agent *ag[2] = {NULL, NULL};

@@ -64,6 +64,48 @@ typedef enum pts_policy {
  * "time-partitioned"; NULL if unknown. A static string. Any thread. */
 PTS_EXTERN const char *pts_policy_name(int policy);
 
+/** Limits of one agent (since 5.0; docs/agents.md, "Quotas"). Each field
+ * is a count the agent may hold at once: 0 takes the pool's default
+ * (pts_pool_options.limits; 0 there too: no limit), PTS_LIMIT_NONE means
+ * no limit whatever the default. A call that would pass a limit fails with
+ * PTS_EQUOTA and does nothing; the agent's other work, and every other
+ * agent's, is untouched, and every task admitted before still runs or
+ * settles exactly once. Usage is in pts_agent_stats. */
+typedef struct pts_agent_limits {
+  /** Pending scheduler tasks of the agent's loop: postTask tasks, delayed
+   * ones included, yield continuations, and the task running now. A post
+   * that would pass it (pts_scheduler_post*, pts_scheduler_yield*) fails on
+   * the agent's thread with PTS_EQUOTA; a cross-thread post that reaches
+   * it when applied is settled instead: its done gets PTS_EQUOTA (or its
+   * callback PTS_ECANCELED for pts_agent_post_task_req), it never runs. */
+  uint64_t tasks;
+  /** Bytes the agent's loop holds from the allocator for its tasks,
+   * promises, reactions, timers, microtasks, idle callbacks and
+   * scheduling states (its block pool, free blocks included: a loop keeps
+   * what it once used until it is freed). An allocation that would pass it
+   * fails, and the call that made it returns PTS_EQUOTA. */
+  uint64_t bytes;
+  /** Cross-thread commands in the agent's inbox, posted and not yet
+   * applied: pts_agent_post_task, pts_agent_post_task_req,
+   * pts_agent_queue_task and the remote controllers' calls. A producer
+   * that finds it full gets PTS_EQUOTA at once (the post never blocks: a
+   * host sheds load or retries); moves, drains and destroys are never
+   * refused. */
+  uint64_t inbox;
+} pts_agent_limits;
+/** A limit that is off even when the pool sets a default. */
+#define PTS_LIMIT_NONE UINT64_MAX
+
+/** A step that ran too long (pts_pool_options.on_long_task): agent's task
+ * (or a command applied to its loop) has been running for running_ns. It
+ * is called on the pool's watchdog thread while that step still runs, once
+ * per such step, with a reference to agent held for the call (take one
+ * with pts_agent_ref to keep it). It may call any function that may be
+ * called from any thread and does not block: pts_agent_destroy(agent,
+ * false) ends the tenant once the step returns (C code cannot be
+ * preempted). It must not block: the next report waits for it. */
+typedef void (*pts_long_task_fn)(void *data, pts_agent *agent, uint64_t running_ns);
+
 /** Options of pts_pool_new().
  *
  * ABI: embedders allocate it; its size and layout are fixed for a major
@@ -95,6 +137,21 @@ typedef struct pts_pool_options {
    * Ignored by time-partitioned (its slots are the turns). docs/agents.md,
    * "Switches between loops". */
   uint64_t quantum_ns;
+  /** Every agent's limits where its own pts_agent_options.limits has 0
+   * (since 5.0); all 0: no limits. */
+  pts_agent_limits limits;
+  /** The watchdog (since 5.0; docs/agents.md, "Runaway tasks"): a thread
+   * of the pool looks at every worker each watchdog_ns / 4 and reports a
+   * step that has run for longer than watchdog_ns (a task, or a command
+   * applied to a loop): pts_agent_stats.long_tasks and on_long_task. With
+   * balance on, it also moves the stuck worker's other origin groups (not
+   * pinned) to the other workers, within about 1.25 x watchdog_ns of the
+   * step's start; the stuck agent's group stays with its step. 0: no
+   * watchdog. At least 100 us, at most 1 s (else PTS_EINVAL). */
+  uint64_t watchdog_ns;
+  /** Called for each long step the watchdog finds; may be NULL. */
+  pts_long_task_fn on_long_task;
+  void *on_long_task_data; /**< its data */
 } pts_pool_options;
 
 /** The default quantum (pts_pool_options.quantum_ns = 0), chosen by the
@@ -104,8 +161,8 @@ typedef struct pts_pool_options {
 /** Creates a pool and starts its threads. opts may be NULL (the zero
  * defaults) and is read, not kept. *out gets the pool; free it with
  * pts_pool_shutdown(). Any thread.
- * @retval 0 success. @retval PTS_EINVAL out is NULL, an unknown policy or a
- * quantum over 1 s. @retval PTS_ENOMEM out of memory or threads could not be
+ * @retval 0 success. @retval PTS_EINVAL out is NULL, an unknown policy, a
+ * quantum over 1 s or a watchdog_ns out of range. @retval PTS_ENOMEM out of memory or threads could not be
  * started. */
 PTS_EXTERN int pts_pool_new(const pts_pool_options *opts, pts_pool **out);
 /** Stops the threads after destroying every agent still running (their
@@ -134,9 +191,12 @@ typedef struct pts_agent_options {
    * move together, so this pins its origin on its thread too: pin an origin
    * by pinning any of its agents. pts_agent_move() still moves it. */
   bool pinned;
+  /** Its limits (since 5.0): 0 fields take the pool's. */
+  pts_agent_limits limits;
 } pts_agent_options;
-/** The defaults: a unique origin, weight 1, placement by rule, not pinned. */
-#define PTS_AGENT_OPTIONS_INIT {NULL, 1, -1, false}
+/** The defaults: a unique origin, weight 1, placement by rule, not pinned,
+ * the pool's limits. */
+#define PTS_AGENT_OPTIONS_INIT {NULL, 1, -1, false, {0, 0, 0}}
 
 /** Creates an agent and places it: with thread = -1, an origin already placed
  * goes to its thread; a new origin takes a thread with no origin yet while
@@ -335,6 +395,11 @@ typedef struct pts_agent_stats {
   uint64_t inbox_depth;    /**< commands posted and not yet applied */
   uint64_t inbox_max;      /**< largest depth seen at a drain */
   uint64_t moves;          /**< times its loop moved to another thread (since 1.0) */
+  /* Since 5.0 (pts_agent_limits; docs/agents.md, "Quotas"). */
+  uint64_t tasks_pending;  /**< pending scheduler tasks (limits.tasks counts these) */
+  uint64_t bytes_held;     /**< bytes its loop holds (limits.bytes counts these) */
+  uint64_t refused;        /**< calls refused with PTS_EQUOTA, every limit */
+  uint64_t long_tasks;     /**< steps the watchdog found running too long */
 } pts_agent_stats;
 /** One pool thread's counters (pts_pool_get_thread_stats()).
  *

@@ -48,7 +48,8 @@ extern "C" {
   XX(ETYPE, "TypeError", "type error (invalid argument per WebIDL)")           \
   XX(ERANGE, "RangeError", "value out of range")                               \
   XX(EERROR, "Error", "generic script error")                                  \
-  XX(EINVALIDSTATE, "InvalidStateError", "the object is in the wrong state")
+  XX(EINVALIDSTATE, "InvalidStateError", "the object is in the wrong state")    \
+  XX(EQUOTA, "QuotaExceededError", "a quota of the agent is exhausted")
 
 /* Positions in the list; the public codes below are -(position + 1). */
 /** @cond PTS_INTERNAL */
@@ -92,6 +93,9 @@ enum pts__errno_index {
 #define PTS_EERROR (-(int)PTS__ERRNO_IDX_EERROR - 1)
 /** DOMException "InvalidStateError", e.g. dispatching an event that is being dispatched. */
 #define PTS_EINVALIDSTATE (-(int)PTS__ERRNO_IDX_EINVALIDSTATE - 1)
+/** DOMException "QuotaExceededError" (since 5.0): the call would take an
+ * agent past one of its limits (pts_agent_limits); nothing was done. */
+#define PTS_EQUOTA (-(int)PTS__ERRNO_IDX_EQUOTA - 1)
 
 /** A human sentence for a code: "success" for 0, "unknown error" for anything
  * that is not a PTS_E* code.

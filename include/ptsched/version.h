@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /** Major version: the SONAME suffix; changes when the ABI breaks. */
-#define PTS_VERSION_MAJOR 4
+#define PTS_VERSION_MAJOR 5
 /** Minor version: grows with backward-compatible additions. */
 #define PTS_VERSION_MINOR 0
 /** Patch version: grows with fixes that change no interface. */

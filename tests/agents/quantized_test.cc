@@ -15,7 +15,7 @@
 namespace {
 
 TEST(Quantized, PublicConstructorStillRejectsIt) {
-  pts_pool_options o = {1, static_cast<pts_policy>(PTS__POLICY_QUANTIZED), 0, 0, false, 0};
+  pts_pool_options o = {1, static_cast<pts_policy>(PTS__POLICY_QUANTIZED), 0, 0, false, 0, {0, 0, 0}, 0, nullptr, nullptr};
   pts_pool *p = nullptr;
   EXPECT_EQ(pts_pool_new(&o, &p), PTS_EINVAL);
   EXPECT_STREQ(pts__policy_name_ext(PTS__POLICY_QUANTIZED), "quantized");
@@ -34,7 +34,7 @@ struct RealTwo {
   pts_pool *p = nullptr;
   pts_agent *a[2] = {nullptr, nullptr};
   explicit RealTwo(const pts__quant_options *q = nullptr) {
-    pts_pool_options o = {1, static_cast<pts_policy>(PTS__POLICY_QUANTIZED), 0, 0, false, 0};
+    pts_pool_options o = {1, static_cast<pts_policy>(PTS__POLICY_QUANTIZED), 0, 0, false, 0, {0, 0, 0}, 0, nullptr, nullptr};
     EXPECT_EQ(pts__pool_new_ext(&o, q, &p), 0);
     for (auto &x : a) {
       pts_agent_options ao = PTS_AGENT_OPTIONS_INIT;
