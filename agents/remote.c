@@ -471,11 +471,11 @@ static __attribute__((noinline)) void xtask_settle(xtask *x, pts_value v) {
   deliver(x, v.kind == PTS_VALUE_ERROR ? PTS_EERROR : 0, v);
 }
 
-/* A task that does not run: aborted (only with a controller, so extras) or
- * released with the agent. */
+/* A task that does not run: aborted (only with a controller, so extras),
+ * refused by the agent's task limit, or released with the agent. */
 static __attribute__((noinline)) void xtask_refuse(xtask *x, int status) {
   if (x->caller_owned) { /* no done to tell, and req is the caller's after cb */
-    pts_value_release(xtask_call(x, PTS_ECANCELED));
+    pts_value_release(xtask_call(x, status == PTS_EQUOTA ? PTS_EQUOTA : PTS_ECANCELED));
     return;
   }
   if (status == PTS_EABORT) {
@@ -582,7 +582,7 @@ static void xtask_cmd(pts__command *cmd, int status) {
     return;
   }
   if (x->caller_owned) {
-    xtask_refuse(x, PTS_ECANCELED);
+    xtask_refuse(x, r == PTS_EQUOTA ? PTS_EQUOTA : PTS_ECANCELED);
     return;
   }
   pts_value_release(xtask_call(x, PTS_ECANCELED));

@@ -76,8 +76,11 @@ typedef struct pts_agent_limits {
    * ones included, yield continuations, and the task running now. A post
    * that would pass it (pts_scheduler_post*, pts_scheduler_yield*) fails on
    * the agent's thread with PTS_EQUOTA; a cross-thread post that reaches
-   * it when applied is settled instead: its done gets PTS_EQUOTA (or its
-   * callback PTS_ECANCELED for pts_agent_post_task_req), it never runs. */
+   * it when applied is settled instead: its done gets PTS_EQUOTA (the
+   * callback of pts_agent_post_task_req gets status PTS_EQUOTA), it never
+   * runs. Cross-thread posts count like the agent's own: a flood into its
+   * inbox fills this limit too (limits.inbox bounds how much waits in the
+   * inbox, this limit what waits in the loop). */
   uint64_t tasks;
   /** Bytes the agent's loop holds from the allocator for its tasks,
    * promises, reactions, timers, microtasks, idle callbacks and
@@ -286,8 +289,10 @@ typedef struct pts_agent_post_options {
  * message task on reply_to's thread (so a caller that is itself an agent gets
  * its result on its own loop). Bad options fail here (PTS_ETYPE, PTS_EINVAL;
  * PTS_EFOREIGN for a controller of another agent); a closed agent or pool:
- * PTS_ECLOSED and nothing is called. If reply_to is closed when the result is
- * ready, done gets PTS_ECLOSED on the agent's thread instead. */
+ * PTS_ECLOSED and nothing is called; an inbox at its limit
+ * (pts_agent_limits.inbox): PTS_EQUOTA and nothing is called. If reply_to
+ * is closed when the result is ready, done gets PTS_ECLOSED on the agent's
+ * thread instead. */
 PTS_EXTERN int pts_agent_post_task(pts_agent *a,
                                    const pts_agent_post_options *opts,
                                    pts_task_callback callback, void *data,
@@ -312,9 +317,11 @@ typedef struct pts_agent_task_req {
  * released (nobody waits for it, so a promise it returns is not followed).
  * req belongs to ptsched from a successful call until callback has been
  * called (status 0 when the task runs on the agent's thread, PTS_ECANCELED
- * when the agent is destroyed first); then the caller may reuse or free it,
- * from callback itself too. Any thread.
+ * when the agent is destroyed first, PTS_EQUOTA when the agent's task limit
+ * refused it on arrival); then the caller may reuse or free it, from
+ * callback itself too. Any thread.
  * @retval 0 posted. @retval PTS_EINVAL NULL a, req or callback.
+ * @retval PTS_EQUOTA the agent's inbox is at its limit (pts_agent_limits).
  * @retval PTS_ETYPE an unknown priority. @retval PTS_ECLOSED the agent is
  * destroyed: callback is not called. On an error req is the caller's. */
 PTS_EXTERN int pts_agent_post_task_req(pts_agent *a, int priority,
@@ -324,7 +331,8 @@ PTS_EXTERN int pts_agent_post_task_req(pts_agent *a, int priority,
 /** Queues fn on one of the agent's ordinary task sources from any thread
  * (status as pts_task_fn: 0 when it runs on the agent's thread,
  * PTS_ECANCELED or PTS_ECLOSED if the agent goes first).
- * @retval PTS_EINVAL NULL a or fn, unknown source. @retval PTS_ECLOSED the
+ * @retval PTS_EINVAL NULL a or fn, unknown source. @retval PTS_EQUOTA the
+ * inbox is at its limit (pts_agent_limits.inbox). @retval PTS_ECLOSED the
  * agent is destroyed. */
 PTS_EXTERN int pts_agent_queue_task(pts_agent *a, pts_task_source source,
                                     pts_task_fn fn, void *data);
@@ -355,7 +363,9 @@ PTS_EXTERN void pts_remote_controller_unref(pts_remote_controller *rc);
  * AbortError; a promise reason is PTS_EINVAL). done (may be NULL) gets the
  * outcome on the agent's thread: 0, PTS_ENOTALLOWED, PTS_EINVAL (setPriority
  * on an AbortController)..., or PTS_ECLOSED if the agent is gone. An unknown
- * priority fails at the call (PTS_ETYPE) and nothing is called. */
+ * priority fails at the call (PTS_ETYPE) and nothing is called; so does a
+ * call that finds the agent's inbox at its limit (PTS_EQUOTA,
+ * pts_agent_limits.inbox). */
 PTS_EXTERN int pts_remote_controller_abort(pts_remote_controller *rc,
                                            const pts_value *reason,
                                            pts_task_fn done, void *done_data);

@@ -301,6 +301,35 @@ TEST_F(QuotaTest, InboxLimitHoldsAgainstRacingProducers) {
   EXPECT_EQ(0, pts_pool_shutdown(pool));
 }
 
+// A cross-thread post that arrives at a full task limit is settled with
+// PTS_EQUOTA, never run: done gets it, and so does a _req post's callback.
+TEST_F(QuotaTest, CrossThreadPostsAtTheTaskLimitSettleWithEQuota) {
+  pts_pool *pool = NewPool(1, PTS_POLICY_STRICT);
+  pts_agent *a = NewLimited(pool, "a", {2, 0, 0});
+  std::atomic<int> ran{0}, req_status{1};
+  Result res;
+  pts_agent_task_req req;
+  on_agent_thread(a, [&] {
+    // Two queued tasks fill the limit (and keep the posts below from
+    // running in place: something else is runnable).
+    for (int i = 0; i < 2; i++) ASSERT_EQ(0, pts_scheduler_post(SchedOf(a), Count, &ran, nullptr));
+    ASSERT_EQ(0, pts_agent_post_task(a, nullptr, CountTask, &ran, result_fn, &res, nullptr));
+    ASSERT_EQ(0, pts_agent_post_task_req(a, PTS_PRIORITY_USER_BLOCKING, &req, [](void *d, int status) {
+      static_cast<std::atomic<int> *>(d)->store(status);
+      return pts_undefined();
+    }, &req_status));
+  });
+  ASSERT_TRUE(wait_until([&] { return res.calls.load() == 1 && req_status.load() != 1; }));
+  EXPECT_EQ(PTS_EQUOTA, res.status.load());
+  EXPECT_EQ(PTS_EQUOTA, res.err_code.load());
+  EXPECT_EQ(PTS_EQUOTA, req_status.load());
+  EXPECT_EQ(0, pts_agent_drain(a));
+  EXPECT_EQ(2, ran.load()) << "the refused posts never ran";
+  EXPECT_EQ(2u, StatsOf(a).refused);
+  pts_agent_unref(a);
+  EXPECT_EQ(0, pts_pool_shutdown(pool));
+}
+
 // A destroyed agent's inbox commands are released, limited or not: the
 // callbacks are called once, and the places go back (nothing leaks: asan).
 TEST_F(QuotaTest, DestroyReleasesLimitedCommands) {
