@@ -137,6 +137,9 @@ struct pts_agent {
   /* Set once by the destroy, under the pool's mutex: no command is admitted
    * after it (pts__agent_admit). Read by every producer. */
   atomic_bool closed;
+  /* Most limited commands in the inbox (pts_agent_limits.inbox;
+   * UINT64_MAX: none): set at creation, read by every producer. */
+  uint64_t inbox_limit;
   /* Set at creation, read-only after. */
   pts_pool *pool; /* valid while an admission is held */
   bool pinned;
@@ -195,6 +198,17 @@ struct pts_agent {
   _Atomic uint64_t st_posts_enqueued, st_posts_rejected;
   /* pts_agent_queue_task tasks the pool thread ran in place (for tests). */
   _Atomic uint64_t st_queued_in_place;
+  /* Quotas (docs/agents.md, "Quotas"): the loop's counters (owner, valid
+   * while the loop lives) and their copies for pts_agent_get_stats, made at
+   * each refresh; long steps (the watchdog's) and inbox refusals (producers'),
+   * both rare RMWs. */
+  const uint64_t *live_tasks;
+  const pts__quota *quota;
+  _Atomic uint64_t st_pending, st_bytes, st_loop_refused;
+  _Atomic uint64_t st_long_tasks, st_inbox_refused;
+  /* Limited commands admitted and not yet applied (pts__inbox_take): on
+   * its own line, touched only by agents with an inbox limit. */
+  _Alignas(64) _Atomic uint64_t inbox_held;
 
   /* Owner, quantized policy (agents/study.h): CPU time used in the current
    * epoch, the level (true: high), and the step guard: the last epoch's
@@ -326,6 +340,11 @@ static inline uint64_t pts__stat_now_ns(void) {
 static inline uint64_t pts__stat_now_ns(void) { return pts__stat_now_slow(); }
 #endif
 
+/* Relaxed store of a single-writer statistic. */
+static inline void pts__stat_set(_Atomic uint64_t *c, uint64_t v) {
+  atomic_store_explicit(c, v, memory_order_relaxed);
+}
+
 /* Relaxed add for single-writer statistics: a load and a store, no RMW. */
 static inline void pts__stat_add(_Atomic uint64_t *c, uint64_t v) {
   atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
@@ -363,6 +382,22 @@ static inline bool pts__agent_admit(pts_agent *a, int rank) {
   return true;
 }
 void pts__agent_unadmit(pts_agent *a, int rank);
+
+/* The inbox limit (pts_agent_limits.inbox), for the commands it counts
+ * (agents.h): a producer takes a place before its admission, false (and
+ * one refusal counted) if the inbox is full; the owner gives it back when
+ * the command is applied or released. Exact: at most inbox_limit places
+ * are held at once (a refused taker's add is undone, so a racing taker may
+ * be refused while it is). */
+bool pts__inbox_take_slow(pts_agent *a);
+static inline bool pts__inbox_take(pts_agent *a) {
+  if (__builtin_expect(a->inbox_limit == UINT64_MAX, 1)) return true;
+  return pts__inbox_take_slow(a);
+}
+static inline void pts__inbox_give(pts_agent *a, uint64_t n) {
+  if (__builtin_expect(a->inbox_limit == UINT64_MAX, 1)) return;
+  atomic_fetch_sub_explicit(&a->inbox_held, n, memory_order_relaxed);
+}
 /* After pts__agent_admit: pushes cmd to the agent's loop and wakes its
  * worker (wake protocol steps 1-2). a must stay referenced by the caller
  * until this returns (the push ends the admission). */

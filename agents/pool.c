@@ -119,6 +119,7 @@
 #include "agents/agents_impl.h"
 #include "sync/alloc.h"
 #include "ptsched/scheduler.h"
+#include "sched/sched_internal.h"
 #include "sync/nodecache.h"
 
 _Thread_local pts__worker *pts__tls_worker;
@@ -189,6 +190,7 @@ static void cpu_relax(unsigned spins) {
 }
 
 #define stat_add pts__stat_add
+#define stat_set pts__stat_set
 
 /* The balancer (docs/agents.md, "Balancer"): numbers and why.
  * BAL_TICK_NS: a busy worker looks at its load at most once per tick (one
@@ -219,6 +221,15 @@ const char *pts_policy_name(int policy) {
 }
 
 /* ---- admission ---- */
+
+bool pts__inbox_take_slow(pts_agent *a) {
+  /* Relaxed: a count, no data travels with it. */
+  if (atomic_fetch_add_explicit(&a->inbox_held, 1, memory_order_relaxed) < a->inbox_limit)
+    return true;
+  atomic_fetch_sub_explicit(&a->inbox_held, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&a->st_inbox_refused, 1, memory_order_relaxed);
+  return false;
+}
 
 void pts__agent_unadmit(pts_agent *a, int rank) {
   /* release: the teardown's load that sees the count back down sees what
@@ -450,6 +461,10 @@ static void refresh(pts__worker *w, pts_agent *a, bool ran, uint64_t cpu_ns,
         depth < (UINT64_C(1) << 62))
       atomic_store_explicit(&a->st_inbox_max, depth, memory_order_relaxed);
   }
+  /* Usage for pts_agent_get_stats (three lines the poll reads anyway). */
+  stat_set(&a->st_pending, *a->live_tasks);
+  stat_set(&a->st_bytes, a->quota->bytes);
+  stat_set(&a->st_loop_refused, a->quota->refused);
   pts__tls_agent = a;
   /* After a step of one of several loops, the step's own polling is fresh
    * (a command pushed since comes with a wake-up). */
@@ -1446,6 +1461,13 @@ static pts__origin *place(pts_pool *pool, const char *origin, int thread) {
 
 static void move_req_cmd(pts__command *cmd, int status);
 
+/* An agent's limit: its own, else the pool's; 0 and PTS_LIMIT_NONE are
+ * none (UINT64_MAX). */
+static uint64_t limit_of(uint64_t own, uint64_t pool_default) {
+  uint64_t v = own != 0 ? own : pool_default;
+  return v == 0 ? UINT64_MAX : v;
+}
+
 int pts_agent_new(pts_pool *pool, const pts_agent_options *opts, pts_agent **out) {
   if (pool == NULL || out == NULL) return PTS_EINVAL;
   pts_agent_options o = PTS_AGENT_OPTIONS_INIT;
@@ -1483,12 +1505,17 @@ int pts_agent_new(pts_pool *pool, const pts_agent_options *opts, pts_agent **out
    * it, so that running out of memory is this call's PTS_ENOMEM; made on the
    * worker (agent_attach) its failure would leave an accepted agent that
    * cancels every post. */
-  if (pts_global_scheduler(pts_loop_default_global(a->loop)) == NULL) {
+  if (pts_global_scheduler(pts_loop_default_global(a->loop)) == NULL ||
+      pts__sched_set_task_limit(a->loop, limit_of(o.limits.tasks, pool->opts.limits.tasks)) != 0) {
     pts_loop_free(a->loop);
     a->loop = NULL;
     agent_free(a);
     return PTS_ENOMEM;
   }
+  pts__loop_quota(a->loop)->byte_limit = limit_of(o.limits.bytes, pool->opts.limits.bytes);
+  a->inbox_limit = limit_of(o.limits.inbox, pool->opts.limits.inbox);
+  a->live_tasks = pts__sched_live_tasks(a->loop);
+  a->quota = pts__loop_quota(a->loop);
   pthread_mutex_lock(&pool->mu);
   if (pool->shut) {
     rc = PTS_ECLOSED;
@@ -1674,6 +1701,11 @@ int pts_agent_get_stats(const pts_agent *ca, pts_agent_stats *out) {
   out->inbox_depth = posted > applied ? posted - applied : 0;
   out->inbox_max = atomic_load_explicit(&a->st_inbox_max, memory_order_relaxed);
   out->moves = atomic_load_explicit(&a->st_moves, memory_order_relaxed);
+  out->tasks_pending = atomic_load_explicit(&a->st_pending, memory_order_relaxed);
+  out->bytes_held = atomic_load_explicit(&a->st_bytes, memory_order_relaxed);
+  out->refused = atomic_load_explicit(&a->st_loop_refused, memory_order_relaxed) +
+                 atomic_load_explicit(&a->st_inbox_refused, memory_order_relaxed);
+  out->long_tasks = atomic_load_explicit(&a->st_long_tasks, memory_order_relaxed);
   return 0;
 }
 

@@ -210,6 +210,7 @@ static void rc_op_cmd(pts__command *cmd, int status) {
   rc_op *op = container_of(cmd, rc_op, cmd);
   pts_remote_controller *rc = op->rc;
   pts__agent_applied(rc->agent, PTS__RANK_OTHER);
+  pts__inbox_give(rc->agent, 1);
   int r = PTS_ECLOSED;
   if (status == 0) {
     pts_controller *c = rc_ensure(rc);
@@ -233,15 +234,18 @@ static void rc_op_cmd(pts__command *cmd, int status) {
 static int rc_send_op(pts_remote_controller *rc, rc_op *op) {
   op->cmd.fn = rc_op_cmd;
   op->rc = rc;
-  rc_hold(rc);
-  /* The caller's reference to rc keeps its agent's. */
-  if (!pts__agent_send(rc->agent, &op->cmd, PTS__RANK_OTHER)) {
+  int r = PTS_EQUOTA;
+  if (pts__inbox_take(rc->agent)) {
+    rc_hold(rc);
+    /* The caller's reference to rc keeps its agent's. */
+    if (pts__agent_send(rc->agent, &op->cmd, PTS__RANK_OTHER)) return 0;
     rc_drop(rc);
-    if (op->has_reason) pts_value_release(op->reason);
-    pts__free(op);
-    return PTS_ECLOSED;
+    pts__inbox_give(rc->agent, 1);
+    r = PTS_ECLOSED;
   }
-  return 0;
+  if (op->has_reason) pts_value_release(op->reason);
+  pts__free(op);
+  return r;
 }
 
 int pts_remote_controller_abort(pts_remote_controller *rc, const pts_value *reason,
@@ -535,6 +539,7 @@ static void xtask_cmd(pts__command *cmd, int status) {
   xtask *x = container_of(cmd, xtask, cmd);
   pts_agent *a = x->agent;
   pts__agent_applied(a, x->rank);
+  pts__inbox_give(a, 1);
   if (status != 0 || a->sched == NULL) {
     xtask_run(x, PTS_ECANCELED);
     return;
@@ -611,6 +616,7 @@ static void row_end(inplace_row *row) {
   pts_agent *a = row->a;
   a->applied += row->n;
   a->applied_rank[row->rank] += row->n;
+  pts__inbox_give(a, row->n);
   atomic_store_explicit(&a->st_applied, a->applied, memory_order_relaxed);
   pts__stat_add(&a->st_posts_enqueued, row->n);
   row->n = 0;
@@ -671,7 +677,12 @@ int pts_agent_post_task(pts_agent *a, const pts_agent_post_options *opts,
     x->signal = NULL;
     x->delay_ms = o.delay_ms;
   }
+  if (!pts__inbox_take(a)) {
+    pts__node_put(x);
+    return PTS_EQUOTA;
+  }
   if (!pts__agent_admit(a, x->rank)) {
+    pts__inbox_give(a, 1);
     pts__node_put(x);
     return PTS_ECLOSED;
   }
@@ -688,7 +699,10 @@ int pts_agent_post_task_req(pts_agent *a, int priority, pts_agent_task_req *req,
     return PTS_ETYPE;
   xtask *x = (xtask *)(void *)req;
   xtask_init(x, a, priority, callback, data, false, true);
-  return pts__agent_send(a, &x->cmd, x->rank) ? 0 : PTS_ECLOSED;
+  if (!pts__inbox_take(a)) return PTS_EQUOTA;
+  if (pts__agent_send(a, &x->cmd, x->rank)) return 0;
+  pts__inbox_give(a, 1);
+  return PTS_ECLOSED;
 }
 
 /* ==== an ordinary task from any thread ==== */
@@ -719,6 +733,7 @@ static int xqueue_rank(const xqueue *q) {
 static void xqueue_cmd(pts__command *cmd, int status) {
   xqueue *q = container_of(cmd, xqueue, cmd);
   pts__agent_applied(q->agent, xqueue_rank(q));
+  pts__inbox_give(q->agent, 1);
   if (status == 0) {
     pts__task_init(&q->task, pts_loop_default_global(q->agent->loop), xqueue_run, q);
     if (pts__task_queue(&q->task, q->source) == 0) return;
@@ -740,11 +755,14 @@ int pts_agent_queue_task(pts_agent *a, pts_task_source source, pts_task_fn fn,
   q->fn = fn;
   q->data = data;
   q->source = source;
-  if (!pts__agent_send(a, &q->cmd, xqueue_rank(q))) {
-    pts__node_put(q);
-    return PTS_ECLOSED;
+  int r = PTS_EQUOTA;
+  if (pts__inbox_take(a)) {
+    if (pts__agent_send(a, &q->cmd, xqueue_rank(q))) return 0;
+    pts__inbox_give(a, 1);
+    r = PTS_ECLOSED;
   }
-  return 0;
+  pts__node_put(q);
+  return r;
 }
 
 /* An ordinary task popped with nothing else runnable: it runs at once, as
@@ -755,6 +773,7 @@ static int xqueue_run_now(xqueue *q) {
   int rank = xqueue_rank(q);
   if (!may_run_in_place(a, rank)) return 0;
   pts__agent_applied(a, rank);
+  pts__inbox_give(a, 1);
   pts__stat_add(&a->st_queued_in_place, 1);
   pts_loop *loop = a->loop;
   (void)pts__loop_take_enqueue_order(loop); /* spec: the task was queued */

@@ -123,7 +123,7 @@ int pts_request_idle_callback(pts_global *global, pts_idle_fn fn, void *data,
   if (global->detached) return PTS_ECLOSED;
   pts_loop *loop = global->loop;
   pts__idle_req *r = pts__loop_pool_alloc(loop, sizeof *r);
-  if (r == NULL) return PTS_ENOMEM;
+  if (r == NULL) return pts__enomem();
   r->idn.id = loop->next_id++;
   r->idn.kind = IDNODE_IDLE;
   r->idn.global = global;

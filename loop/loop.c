@@ -117,16 +117,42 @@ uint64_t pts_loop_now(pts_loop *loop) {
 
 static unsigned pool_class(size_t size) { return (unsigned)((size + 15) / 16) - 1; }
 
+/* Whether the last NULL of this thread's pool_malloc was a byte limit
+ * (pts__enomem): the loop's callers see only the NULL. */
+static _Thread_local bool quota_hit;
+
+int pts__enomem(void) {
+  if (!quota_hit) return PTS_ENOMEM;
+  quota_hit = false;
+  return PTS_EQUOTA;
+}
+
+pts__quota *pts__loop_quota(pts_loop *loop) { return &loop->quota; }
+
 /* The pool's calls to the allocator, out of line: the hit path below stays
- * small enough to be inlined into every post (it is most of a post). */
-static __attribute__((noinline)) void *pool_malloc(size_t size) { return pts__malloc(size); }
+ * small enough to be inlined into every post (it is most of a post). A
+ * block from the allocator counts against the loop's byte limit until the
+ * loop is freed (blocks on the free lists stay held), one over POOL_MAX
+ * until it is freed. */
+static __attribute__((noinline)) void *pool_malloc(pts_loop *loop, size_t size) {
+  pts__quota *q = &loop->quota;
+  quota_hit = false;
+  if (size > q->byte_limit - q->bytes) {
+    quota_hit = true;
+    q->refused++;
+    return NULL;
+  }
+  void *b = pts__malloc(size);
+  if (b != NULL) q->bytes += size;
+  return b;
+}
 
 void *pts__loop_pool_alloc(pts_loop *loop, size_t size) {
   if (size == 0) size = 1;
-  if (POOL_BYPASS || size > POOL_MAX) return pool_malloc(size);
+  if (POOL_BYPASS || size > POOL_MAX) return pool_malloc(loop, size);
   unsigned c = pool_class(size);
   void *b = loop->pool[c];
-  if (b == NULL) return pool_malloc((size_t)(c + 1) * 16);
+  if (b == NULL) return pool_malloc(loop, (size_t)(c + 1) * 16);
   /* A hit counts as an allocation too (sync/alloc.h). */
   if (pts__alloc_inject()) return NULL;
   loop->pool[c] = *(void **)b;
@@ -138,6 +164,7 @@ void pts__loop_pool_free(pts_loop *loop, void *block, size_t size) {
   if (size == 0) size = 1;
   if (POOL_BYPASS || size > POOL_MAX) {
     pts__free(block);
+    loop->quota.bytes -= size;
     return;
   }
   unsigned c = pool_class(size);
@@ -252,7 +279,7 @@ int pts_queue_task(pts_global *global, pts_task_source source, pts_task_fn fn,
   PTS__CHECK_OWNER(global->loop);
   if (global->detached) return PTS_ECLOSED;
   post_node *p = pts__loop_pool_alloc(global->loop, sizeof *p);
-  if (p == NULL) return PTS_ENOMEM;
+  if (p == NULL) return pts__enomem();
   pts__task_init(&p->t, global, post_run, p);
   p->fn = fn;
   p->data = data;
@@ -536,7 +563,7 @@ int pts_queue_microtask(pts_loop *loop, pts_task_fn fn, void *data) {
   PTS__CHECK_OWNER(loop);
   if (loop->closing) return PTS_ECLOSED;
   qmt *q = pts__loop_pool_alloc(loop, sizeof *q);
-  if (q == NULL) return PTS_ENOMEM;
+  if (q == NULL) return pts__enomem();
   q->mt.run = qmt_run;
   q->loop = loop;
   q->fn = fn;
@@ -1121,6 +1148,7 @@ int pts_loop_new(const pts_loop_options *opts, pts_loop **out) {
   l->virtual_clock = opts ? opts->virtual_clock : false;
   l->starvation_limit = opts ? opts->starvation_limit : 0;
   l->next_order = 1; /* spec: next enqueue order is initialized to 1 */
+  l->quota.byte_limit = UINT64_MAX;
   l->script_depth = 1; /* outside a run, the caller is script */
   l->timer_seq = 1;
   l->next_id = 1;

@@ -166,6 +166,7 @@ struct pts_loop {
   pts__command_runner run_command; /* or NULL */
 
   void *pool[POOL_CLASSES];
+  pts__quota quota;
   /* Every live promise, so pts_loop_free can release cycles and promises
    * still referenced (circular lists with these sentinels). */
   pts__plink live, swept;

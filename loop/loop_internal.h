@@ -30,6 +30,21 @@ bool pts__loop_foreign(const pts_loop *loop, const char *fn);
  * threads; only while the loop is not running). */
 void pts__loop_bind_thread(pts_loop *loop);
 
+/* ---- quotas (agents.h pts_agent_limits; docs/agents.md, "Quotas") ---- */
+
+/* What a loop counts against its agent's limits; owner thread only. The
+ * task count and its limit are the scheduler's (sched_internal.h). */
+typedef struct pts__quota {
+  uint64_t bytes;      /* held from the allocator by the block pool (loop.c) */
+  uint64_t byte_limit; /* UINT64_MAX: none */
+  uint64_t refused;    /* calls on this loop refused with PTS_EQUOTA */
+} pts__quota;
+pts__quota *pts__loop_quota(pts_loop *loop);
+/* The code for an allocation that returned NULL: PTS_EQUOTA when the last
+ * refusal of the calling thread's block pools was a byte limit (and it
+ * clears that), else PTS_ENOMEM. */
+int pts__enomem(void);
+
 /* ---- the spec's event-loop state (section 4) ---- */
 
 /* next enqueue order: returns the current value and increments it. Shared by

@@ -175,7 +175,7 @@ int pts_promise_new(pts_loop *loop, pts_promise **out) {
   if (loop == NULL || out == NULL) return PTS_EINVAL;
   PTS__CHECK_OWNER(loop);
   pts_promise *p = promise_create(loop);
-  if (p == NULL) return PTS_ENOMEM;
+  if (p == NULL) return pts__enomem();
   *out = p;
   return 0;
 }
@@ -605,12 +605,12 @@ static int add_user_reaction(pts_promise *p, int kind, pts_reaction_fn on_ful,
   pts_promise *derived = NULL;
   if (out != NULL) {
     derived = promise_create(loop);
-    if (derived == NULL) return PTS_ENOMEM;
+    if (derived == NULL) return pts__enomem();
   }
   reaction *r = reaction_new(loop, kind, derived);
   if (r == NULL) {
     if (derived) pts_promise_unref(derived);
-    return PTS_ENOMEM;
+    return pts__enomem();
   }
   if (derived) derived->refs++; /* the reaction's, besides the caller's */
   r->mt.run = reaction_run;

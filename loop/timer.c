@@ -261,7 +261,7 @@ int pts_timer_start(pts_global *global, uint64_t delay_ms, pts_task_fn fn,
   if (global->detached) return PTS_ECLOSED;
   pts_loop *loop = global->loop;
   ptimer *p = pts__loop_pool_alloc(loop, sizeof *p);
-  if (p == NULL) return PTS_ENOMEM;
+  if (p == NULL) return pts__enomem();
   p->idn.id = loop->next_id++;
   p->idn.kind = IDNODE_TIMER;
   p->idn.global = global;

@@ -30,6 +30,15 @@ typedef struct pts__sched_stats {
 /* PTS_ENOTFOUND if no scheduler was ever used on the loop (all zero). */
 int pts__sched_get_stats(pts_loop *loop, pts__sched_stats *out);
 
+/* The loop's task limit (agents.h pts_agent_limits.tasks; UINT64_MAX:
+ * none): a post or yield that would make live_tasks pass it fails with
+ * PTS_EQUOTA, and pts__scheduler_post_in too. Makes the scheduler context if
+ * the loop has none (PTS_ENOMEM). */
+int pts__sched_set_task_limit(pts_loop *loop, uint64_t limit);
+/* The context's live_tasks counter, for its agent's statistics (owner
+ * thread; valid while the loop lives), or NULL with no context yet. */
+const uint64_t *pts__sched_live_tasks(pts_loop *loop);
+
 /* Scheduling states made per call (not the cached fixed ones) alive in the
  * process, over all loops: a state may outlive its loop's scheduler context
  * (a promise reaction holds it), so this count is not per loop. */
@@ -54,8 +63,8 @@ typedef struct pts__sched_slot {
  * when it never will (the global detached, the loop freed). The slot must
  * stay untouched until then and is the caller's again from that call on (fn
  * may free it). Returns 0; PTS_EINVAL, PTS_ETYPE (priority out of range),
- * PTS_ECLOSED (the scheduler is detached) or PTS_ENOMEM, and then fn is not
- * called. Owner thread of the loop. */
+ * PTS_ECLOSED (the scheduler is detached), PTS_EQUOTA (the task limit) or
+ * PTS_ENOMEM, and then fn is not called. Owner thread of the loop. */
 int pts__scheduler_post_in(pts_scheduler *s, pts__sched_slot *slot, pts_task_fn fn,
                            void *data, int priority);
 

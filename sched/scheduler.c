@@ -99,6 +99,10 @@ struct pts__sctx {
   pts_scheduler *schedulers;
   pts__sched_stats stats;
   void *tfree[3]; /* free task blocks, one list per layout (enum task_ext) */
+  /* Most live_tasks a post or yield may bring about (agents.h
+   * pts_agent_limits.tasks; UINT64_MAX: none): one more fails with
+   * PTS_EQUOTA. */
+  uint64_t task_limit;
 };
 
 /* spec: scheduler task queue */
@@ -838,6 +842,7 @@ static int ctx_get(pts_loop *loop, sctx **out) {
   c = pts__calloc(1, sizeof *c);
   if (!c) return PTS_ENOMEM;
   c->loop = loop;
+  c->task_limit = UINT64_MAX;
   for (int p = 0; p < PTS_PRIORITY_COUNT; p++) {
     /* spec: create a fixed priority unabortable task signal (cached) */
     int rc = pts__signal_new_fixed(loop, (pts_priority)p, &c->fixed[p]);
@@ -1124,10 +1129,16 @@ static int start_task(pts_scheduler *s, stask *t, unsigned cont,
   int rc = PTS_ENOMEM;
   if (delay_ms > 0) {
     d = pts__loop_pool_alloc(loop, sizeof *d);
-    if (!d) goto fail;
+    if (!d) {
+      rc = pts__enomem();
+      goto fail;
+    }
   } else {
     q = select_queue(s, t->state->prio, cont);
-    if (!q) goto fail;
+    if (!q) {
+      rc = pts__enomem();
+      goto fail;
+    }
   }
   if (t->kind == K_POST_PROMISE || t->kind == K_YIELD_PROMISE) {
     rc = pts_promise_new(loop, &ext_of(t)->promise);
@@ -1164,6 +1175,14 @@ fail:
   t->status = S_DONE;
   task_free(c, t);
   return rc;
+}
+
+/* A new task would pass the loop's task limit: the call fails (counted in
+ * the loop's refusals). */
+static bool over_task_limit(sctx *c) {
+  if (c->stats.live_tasks < c->task_limit) return false;
+  pts__loop_quota(c->loop)->refused++;
+  return true;
 }
 
 /* An already aborted signal: the promise is returned rejected and the
@@ -1207,6 +1226,7 @@ static int post_common(pts_scheduler *s, int kind, void *fn, void *data,
     if (kind == K_POST_CB) return PTS_EABORT;
     return post_rejected(loop, signal, (pts_task_callback)fn, data, out);
   }
+  if (over_task_limit(c)) return PTS_EQUOTA;
   /* spec: compute the scheduling state from options */
   sstate *st;
   if (!signal) {
@@ -1222,7 +1242,7 @@ static int post_common(pts_scheduler *s, int kind, void *fn, void *data,
                         data, st);
   if (!t) {
     pts__state_unref(&st->hdr);
-    return PTS_ENOMEM;
+    return pts__enomem();
   }
   return start_task(s, t, 0, (uint64_t)delay, out);
 }
@@ -1277,12 +1297,13 @@ static __attribute__((noinline)) int post_fixed_general(
   sctx *c = s->ctx;
   PTS__CHECK_OWNER(c->loop);
   int rc;
+  if (!s->detached && over_task_limit(c)) return PTS_EQUOTA;
   squeue *q = fixed_queue(s, p, &rc);
   if (!q) return rc;
   stask *t = tblock_get(c, kind == K_POST_PROMISE ? EXT_PROMISE : EXT_NONE);
   if (!t) {
     queue_discard_if_unused(q);
-    return PTS_ENOMEM;
+    return pts__enomem();
   }
   fixed_handle_fill(c, t, kind, fn, data, p, out);
   enqueue_task(c, q, t);
@@ -1301,6 +1322,7 @@ static inline __attribute__((always_inline)) int post_fixed(
   squeue *q = s->static_q[p][0];
   stask *t = c->tfree[ext];
   if (TBLOCK_BYPASS || s->detached || !q || !q->tail || !t ||
+      c->stats.live_tasks >= c->task_limit ||
       atomic_load_explicit(&pts__alloc_armed, memory_order_relaxed))
     return post_fixed_general(s, kind, fn, data, p, out);
   c->tfree[ext] = *(void **)t;
@@ -1325,6 +1347,7 @@ int pts__scheduler_post_in(pts_scheduler *s, pts__sched_slot *slot, pts_task_fn 
   sctx *c = s->ctx;
   PTS__CHECK_OWNER(c->loop);
   int rc;
+  if (!s->detached && over_task_limit(c)) return PTS_EQUOTA;
   squeue *q = fixed_queue(s, p, &rc);
   if (!q) return rc;
   stask *t = (stask *)(void *)slot;
@@ -1462,11 +1485,15 @@ static int yield_common(pts_scheduler *s, const pts_yield_options *opts,
     pts__state_unref(&st->hdr);
     return rc;
   }
+  if (over_task_limit(c)) {
+    pts__state_unref(&st->hdr);
+    return PTS_EQUOTA;
+  }
   stask *t = task_alloc(c, kind, st->abort != NULL || kind == K_YIELD_PROMISE,
                         (void *)fn, data, st);
   if (!t) {
     pts__state_unref(&st->hdr);
-    return PTS_ENOMEM;
+    return pts__enomem();
   }
   return start_task(s, t, 1, 0, out);
 }
@@ -1481,4 +1508,16 @@ int pts_scheduler_yield_cb(pts_scheduler *s, const pts_yield_options *opts,
                            pts_task_fn fn, void *data) {
   if (!s || !fn) return PTS_EINVAL;
   return yield_common(s, opts, K_YIELD_CB, fn, data, NULL);
+}
+
+int pts__sched_set_task_limit(pts_loop *loop, uint64_t limit) {
+  sctx *c;
+  int rc = ctx_get(loop, &c);
+  if (rc == 0) c->task_limit = limit;
+  return rc;
+}
+
+const uint64_t *pts__sched_live_tasks(pts_loop *loop) {
+  sctx *c = pts__loop_provider_ctx(loop);
+  return c ? &c->stats.live_tasks : NULL;
 }

@@ -87,7 +87,9 @@ typedef struct pts_agent_limits {
   uint64_t bytes;
   /** Cross-thread commands in the agent's inbox, posted and not yet
    * applied: pts_agent_post_task, pts_agent_post_task_req,
-   * pts_agent_queue_task and the remote controllers' calls. A producer
+   * pts_agent_queue_task, pts_remote_controller_abort and _set_priority
+   * (the replies of other agents' posts and controller creations and
+   * releases are not counted). A producer
    * that finds it full gets PTS_EQUOTA at once (the post never blocks: a
    * host sheds load or retries); moves, drains and destroys are never
    * refused. */
