@@ -25,7 +25,8 @@
  *      the samples) is compared with the RSS before the bomb, jemalloc's
  *      free pages purged first. While the library does not enforce the
  *      limit, the runner stops the bomb at 4x the limit (a safety stop,
- *      counted in isolation.bomb.capped).
+ *      counted in isolation.bomb.capped). The neighbours' window opens
+ *      when the bomb is at its limit (its first PTS_EQUOTA; at most 2 s).
  *   2. flood: a hostile agent on thread 1 (sharing it with the neighbours
  *      by turns, as a tenant does) posts background tasks to the victim
  *      (pts_agent_post_task) as fast as it can, with the victim's
@@ -69,6 +70,7 @@
 #define BOMB_LIMIT (UINT64_C(64) << 20)
 #define BOMB_SAFETY (4 * BOMB_LIMIT)    /* the runner's own stop of the bomb */
 #define BOMB_SAFETY_TASKS 8000000u      /* and of its pending tasks */
+#define BOMB_GROW_NS UINT64_C(2000000000) /* the longest the bomb's window waits */
 #define BOMB_FANOUT 8                   /* posts per bomb task, half with a promise */
 #define FLOOD_INBOX 1024u
 #define FLOOD_BURST_NS 10000u         /* a turn of the flooder, the default quantum */
@@ -237,6 +239,7 @@ typedef struct bomb {
   pts_scheduler *s;
   uint64_t ok, refused, other, calls;
   atomic_bool stop;
+  atomic_uint refusals; /* 0 until its first refusal (for the driver) */
 } bomb;
 
 static void bomb_step(bomb *b, int status);
@@ -250,8 +253,9 @@ static void bomb_cb(void *data, int status) { bomb_step(data, status); }
 
 static void bomb_count(bomb *b, int rc) {
   if (rc == 0) b->ok++;
-  else if (rc == PTS_EQUOTA) b->refused++;
-  else b->other++;
+  else if (rc == PTS_EQUOTA && b->refused++ == 0)
+    atomic_store_explicit(&b->refusals, 1, memory_order_relaxed);
+  else if (rc != PTS_EQUOTA) b->other++;
 }
 
 static void bomb_post(bomb *b) {
@@ -436,7 +440,8 @@ static int run_once(scen s, uint64_t window_ns, run_out *o) {
     po.on_long_task = on_long;
   }
   atomic_store(&long_reports, 0);
-  uint64_t total_ns = WARM_NS + (stepper ? HOSTILE_NS + HOSTILE_NS / 2 : window_ns) + 50000000u;
+  uint64_t total_ns = WARM_NS + (stepper ? HOSTILE_NS + HOSTILE_NS / 2 : window_ns) + 50000000u +
+                      (s == SC_BOMB ? BOMB_GROW_NS : 0);
   uint32_t nprobe = (uint32_t)(total_ns / PROBE_NS) + 64;
   uint32_t cap = (uint32_t)(total_ns / WORK_NS) * 4 + 1024;
   pts_pool *pool = NULL;
@@ -530,7 +535,11 @@ static int run_once(scen s, uint64_t window_ns, run_out *o) {
       }
       if (now - t_start > total_ns) break; /* the step never ran or never ended */
     } else {
-      if (w0 == 0 && now - t_start >= WARM_NS) {
+      /* The bomb's window opens once it is at its limit (its first refusal),
+       * or at BOMB_GROW_NS, or at the runner's stop. */
+      bool grown = s != SC_BOMB || atomic_load_explicit(&b.refusals, memory_order_relaxed) != 0 ||
+                   o->capped || now - t_start >= WARM_NS + BOMB_GROW_NS;
+      if (w0 == 0 && now - t_start >= WARM_NS && grown) {
         w0 = now;
         c0 = atomic_load(&n[0].done);
       }
