@@ -27,6 +27,9 @@
  *      limit, the runner stops the bomb at 4x the limit (a safety stop,
  *      counted in isolation.bomb.capped). The neighbours' window opens
  *      when the bomb is at its limit (its first PTS_EQUOTA; at most 2 s).
+ *      A third run per round puts a tenant that only spins on thread 0
+ *      (the bomb's CPU without its memory): on two shared cores a busy
+ *      thread costs the neighbours' thread whatever it does.
  *   2. flood: a hostile agent on thread 1 (sharing it with the neighbours
  *      by turns, as a tenant does) posts background tasks to the victim
  *      (pts_agent_post_task) as fast as it can, with the victim's
@@ -77,7 +80,7 @@
 #define FLOOD_SAFETY 2000000u           /* admitted, not settled: the producer waits */
 #define VICTIM_DELAY_MS 1
 
-typedef enum scen { SC_BOMB = 0, SC_FLOOD, SC_HOG, SC_BLOCKED, SC_NONE_HOG, SC_CAPACITY, SC_NONE_BOMB, SC_NONE_FLOOD } scen;
+typedef enum scen { SC_BOMB = 0, SC_FLOOD, SC_HOG, SC_BLOCKED, SC_NONE_HOG, SC_CAPACITY, SC_NONE_BOMB, SC_NONE_FLOOD, SC_BUSY } scen;
 
 /* ---- the calibrated work (a fixed computation, as the balance suite) ---- */
 
@@ -428,7 +431,8 @@ static int run_once(scen s, uint64_t window_ns, run_out *o) {
   memset(o, 0, sizeof *o);
   bool stepper = s == SC_HOG || s == SC_BLOCKED;
   bool bal = stepper || s == SC_NONE_HOG || s == SC_CAPACITY;
-  bool memory = s == SC_BOMB || s == SC_FLOOD || s == SC_NONE_BOMB || s == SC_NONE_FLOOD;
+  bool memory = s == SC_BOMB || s == SC_FLOOD || s == SC_NONE_BOMB || s == SC_NONE_FLOOD ||
+                s == SC_BUSY;
   bool flooding = s == SC_FLOOD || s == SC_NONE_FLOOD;
   pts_pool_options po;
   memset(&po, 0, sizeof po);
@@ -502,6 +506,13 @@ static int run_once(scen s, uint64_t window_ns, run_out *o) {
     f.victim = victim.a;
     f.post = s == SC_FLOOD;
     if (new_agent(pool, "hostile", 1, NULL, &hostile) != 0) rc = -1;
+    else {
+      f.a = hostile;
+      if (pts_agent_queue_task(hostile, PTS_SOURCE_GENERIC, flood_burst, &f) != 0) rc = -1;
+    }
+  }
+  if (rc == 0 && s == SC_BUSY) { /* the bomb's CPU without its posts */
+    if (new_agent(pool, "hostile", 0, NULL, &hostile) != 0) rc = -1;
     else {
       f.a = hostile;
       if (pts_agent_queue_task(hostile, PTS_SOURCE_GENERIC, flood_burst, &f) != 0) rc = -1;
@@ -654,6 +665,8 @@ static int run_once(scen s, uint64_t window_ns, run_out *o) {
       o->refused = f.refused;
       o->other = f.other;
       if (f.err != 0) rc = -1;
+    } else if (s == SC_BUSY && f.err != 0) {
+      rc = -1;
       o->refused_applied = atomic_load(&f.refused_applied);
       o->unsettled = o->posts - atomic_load(&f.settled);
     }
@@ -746,8 +759,9 @@ void rb_suite_isolation(rb_ctx *ctx) {
 
   /* bomb and flood */
   static series b_p99, bn_p99, b_px, b_tx, b_rss, bn_rss, b_rx, b_ref, b_posts, b_bytes;
+  static series bu_p99, b_pbx;
   static series f_vp, fn_vp, f_vx, f_nx, f_rss, fn_rss, f_ref, f_refa, f_posts, f_inbox;
-  series *bz[] = {&b_p99, &bn_p99, &b_px, &b_tx, &b_rss, &bn_rss, &b_rx, &b_ref, &b_posts, &b_bytes,
+  series *bz[] = {&bu_p99, &b_pbx, &b_p99, &bn_p99, &b_px, &b_tx, &b_rss, &bn_rss, &b_rx, &b_ref, &b_posts, &b_bytes,
                   &f_vp, &fn_vp, &f_vx, &f_nx, &f_rss, &fn_rss, &f_ref, &f_refa, &f_posts, &f_inbox};
   for (size_t i = 0; i < sizeof bz / sizeof bz[0]; i++) bz[i]->n = 0;
   unsigned capped = 0;
@@ -756,6 +770,10 @@ void rb_suite_isolation(rb_ctx *ctx) {
   for (int r = 0; r < runs; r++) {
     bool a = run_counted(SC_BOMB, win, &o, &tb);
     bool c = run_counted(SC_NONE_BOMB, win, &w, &tn);
+    run_out u;
+    bool busy = run_counted(SC_BUSY, win, &u, &tn);
+    if (busy) put(&bu_p99, u.nb_p99_us);
+    if (a && busy) put(&b_pbx, ratio(o.nb_p99_us, u.nb_p99_us));
     if (a) {
       put(&b_p99, o.nb_p99_us);
       put(&b_rss, o.rss_growth / mib);
@@ -849,6 +867,11 @@ void rb_suite_isolation(rb_ctx *ctx) {
     target(ctx, rec(ctx, "isolation.bomb.neighbour_p99_x", "ratio", &b_px,
                     "per interleaved pair: neighbours' p99 with the bomb over without"),
            1.2, false, "<= 1.2x the neighbours' p99 without the bomb");
+    rec(ctx, "isolation.bomb.neighbour_p99_x_busy", "ratio", &b_pbx,
+        "per round: neighbours' p99 with the bomb over the run where a tenant on thread 0 only "
+        "spins (the bomb's CPU without its posts and memory)");
+    rec(ctx, "isolation.bomb_busy.neighbour_p99_us", "us", &bu_p99,
+        "the neighbours' p99 with a tenant spinning 10 us turns on thread 0, posting nothing");
     rec(ctx, "isolation.bomb.neighbour_tput_x", "ratio", &b_tx,
         "per interleaved pair: nb0's 20 us tasks per second with the bomb over without");
     rec(ctx, "isolation.bomb.rss_growth_mib", "MiB", &b_rss,
