@@ -177,6 +177,7 @@ struct pts_agent {
   struct pts_agent *rr_next, *rr_prev;
   bool in_rr;
   struct pts_agent *due_next;
+  struct pts_agent *wd_next; /* the watchdog's list of wake-ups to give back */
   uint64_t applied; /* commands of this layer applied (or released) */
   uint64_t applied_rank[PTS__RANKS]; /* the same, by rank */
   int mv_token;         /* PTS__MV_*: its wake token in its group's move */
@@ -289,6 +290,24 @@ struct pts__worker {
   uint64_t q_epoch_end;
   uint64_t q_pass_run; /* quantized: the run whose padded pass ran (pool.c) */
 
+  /* The watchdog (pool.c, "Runaway tasks"; pts_pool_options.watchdog_ns).
+   * wd_step: the step under way, 0 between steps (the owner's release store
+   * before a step, seq_cst store of 0 after it): 2 x its count, plus 1 when
+   * the watchdog may take the worker's other agents away during it (the
+   * owner holds no list of agents across it). wd_agent: the agent it steps.
+   * wd_claim: the watchdog's hold on the owner's structures, taken only
+   * during a step (after it, the owner waits for the release). wd_stuck:
+   * the watchdog found the step long (placement skips the worker). */
+  _Alignas(64) _Atomic uint64_t wd_step;
+  _Atomic(pts_agent *) wd_agent;
+  atomic_bool wd_claim, wd_stuck;
+  bool wd_on;      /* set at creation: the pool has a watchdog */
+  bool wd_holding; /* owner: iterating a list of agents (no rescue now) */
+  uint64_t wd_count; /* owner: steps bracketed so far */
+  /* The watchdog thread's own: the step it last saw, since when, and the
+   * last one it reported. */
+  uint64_t wd_seen, wd_since, wd_reported;
+
   /* Statistics (owner writes, relaxed). */
   _Atomic uint64_t st_steps, st_busy_ns, st_idle_ns, st_wakeups, st_agents;
   _Atomic uint64_t st_frame_origin;
@@ -308,6 +327,12 @@ struct pts_pool {
   uint64_t next_id;     /* under mu */
   pts_agent *registry;  /* under mu */
   pts__origin *origins; /* under mu */
+  /* The watchdog thread (pool.c, "Runaway tasks"), if opts.watchdog_ns. */
+  pthread_t wd_tid;
+  bool wd_started;
+  bool wd_stop; /* under wd_mu */
+  pthread_mutex_t wd_mu;
+  pthread_cond_t wd_cv;
 };
 
 /* The worker and agent the calling thread is running (NULL off the pool). */

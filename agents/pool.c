@@ -424,6 +424,32 @@ static void drainers_complete(pts_agent *a, int status) {
 
 /* Keeps w->nready (agents whose last poll found a runnable task) as a's
  * urgency becomes u. */
+/* ---- the watchdog's brackets (see "Runaway tasks" below) ----
+ * Every call that runs an agent's code (a step, a run of in-place tasks, a
+ * poll that applies commands, fires timers and runs microtasks) is a
+ * bracket: the owner publishes it before and clears it after, then waits
+ * if the watchdog holds its structures. Off (no watchdog) it costs a
+ * branch on a field of the worker's own line. */
+static void wd_wait(pts__worker *w);
+
+static inline void wd_begin(pts__worker *w, pts_agent *a) {
+  if (!w->wd_on) return;
+  atomic_store_explicit(&w->wd_agent, a, memory_order_relaxed);
+  /* release: the watchdog that reads this step sees the owner's
+   * structures as they are during it. */
+  atomic_store_explicit(&w->wd_step, (++w->wd_count << 1) | (w->wd_holding ? 0u : 1u),
+                        memory_order_release);
+}
+
+static inline void wd_end(pts__worker *w) {
+  if (!w->wd_on) return;
+  /* seq_cst, both: a Dekker pair with the watchdog's claim, then its load
+   * of wd_step (wd_claim_step): either the watchdog sees the step over, or
+   * this load sees its claim. */
+  atomic_store_explicit(&w->wd_step, 0, memory_order_seq_cst);
+  if (atomic_load_explicit(&w->wd_claim, memory_order_seq_cst)) wd_wait(w);
+}
+
 static void track_ready(pts__worker *w, pts_agent *a, int u) {
   bool was = a->urgency != PTS__URGENCY_NONE, now = u != PTS__URGENCY_NONE;
   if (was != now) w->nready = now ? w->nready + 1 : w->nready - 1;
@@ -468,8 +494,10 @@ static void refresh(pts__worker *w, pts_agent *a, bool ran, uint64_t cpu_ns,
   pts__tls_agent = a;
   /* After a step of one of several loops, the step's own polling is fresh
    * (a command pushed since comes with a wake-up). */
+  wd_begin(w, a);
   int u = ran && !leave_inbox ? pts__loop_poll_after_step(a->loop)
                               : pts__loop_poll(a->loop, leave_inbox);
+  wd_end(w);
   pts__tls_agent = NULL;
   /* pts_loop_stop on a pool loop only wakes it: agents stop by destroy. */
   (void)pts__loop_take_stop(a->loop);
@@ -572,9 +600,12 @@ static void round_add(pts__worker *w, pts_agent *a, uint32_t steps) {
 /* A run of one of several agents goes on after a step. */
 static bool run_goes_on(pts__worker *w, pts_agent *a, uint64_t quantum, int urgency,
                         uint32_t *look) {
-  if (w->pool->opts.policy == PTS_POLICY_STRICT &&
-      pts__loop_poll_after_step(a->loop) < urgency)
-    return false; /* a less urgent task next: another loop may come first */
+  if (w->pool->opts.policy == PTS_POLICY_STRICT) {
+    wd_begin(w, a);
+    int u = pts__loop_poll_after_step(a->loop);
+    wd_end(w);
+    if (u < urgency) return false; /* a less urgent task next: another loop may come first */
+  }
   if (--*look != 0) return true;
   *look = w->r_limit;
   uint64_t now = pts__now_ns();
@@ -594,6 +625,7 @@ static void run_step(pts__worker *w, pts_agent *a) {
     /* In a burst, a run of commands the loop runs in place (the plain posts
      * of a stream) is one call, each of them a step. */
     uint32_t max = BURST - steps < BURST_LOOK ? BURST - steps : BURST_LOOK;
+    wd_begin(w, a);
     uint32_t n = in_place ? pts__loop_run_inbox(a->loop, max, by_urgency) : 0;
     bool ran = n > 0;
     if (ran) {
@@ -603,6 +635,7 @@ static void run_step(pts__worker *w, pts_agent *a) {
       steps++;
       if (ran) by_urgency[last = pts__loop_last_urgency(a->loop)]++;
     }
+    wd_end(w);
     /* A push under way is seen at the next look (maybe_nonempty): the
      * worker looks again before it parks. */
     if (!run || !ran || steps >= BURST || a->req_target >= 0 ||
@@ -687,8 +720,10 @@ static void group_arrive(pts__worker *w, pts__ctl *c) {
     atomic_store_explicit(&b->signaled, false, memory_order_seq_cst); /* step 5 */
     k++;
   }
+  w->wd_holding = true; /* the list of members */
   for (pts_agent *b = head; b != NULL; b = b->mv_next)
     if (b->attached) refresh(w, b, false, 0, false);
+  w->wd_holding = false;
   /* Each member's move ends with the group's polls. */
   stat_add(&w->st_moves_in, k);
   stat_add(&w->st_move_ns, k * (pts__now_ns() - t0));
@@ -1030,6 +1065,191 @@ static void balance_take(pts__worker *w) {
     cpu_relax(0);
 }
 
+/* ---- runaway tasks: the watchdog (docs/agents.md, "Runaway tasks") ----
+ *
+ * C code cannot be preempted: a step that runs for a second holds its
+ * thread for that second. The watchdog, a thread of the pool (Go's sysmon
+ * plays this part for goroutines stuck in system calls), looks at every
+ * worker each watchdog_ns / 4. A worker whose bracket (wd_begin) is the
+ * same one it saw watchdog_ns ago or longer is in a long step: the
+ * watchdog counts it on the agent (pts_agent_stats.long_tasks), marks the
+ * worker stuck (placement by rule skips it) and calls on_long_task once
+ * per step. With balancing on, it also takes the worker's other groups
+ * away while the step runs (wd_rescue), so their tasks start elsewhere
+ * within about 1.25 x watchdog_ns; the stuck agent's group stays (its
+ * loop is inside the step).
+ *
+ * Protocol (the watchdog touches the owner's structures only inside a
+ * bracket that holds no list of agents, one it claimed):
+ * 1. The owner publishes the bracket (wd_step, release) before it runs the
+ *    agent's code, and clears it (seq_cst) after; then it loads wd_claim
+ *    (seq_cst) and, if set, waits until it is released (acquire).
+ * 2. The watchdog claims (wd_claim = true, seq_cst), then loads wd_step
+ *    (seq_cst): if it still is the step it found long, the owner is inside
+ *    that bracket and will not touch its structures until the release (the
+ *    two stores and two loads are a Dekker pair: one side sees the other).
+ *    Otherwise it releases the claim and does nothing.
+ * 3. Holding the claim, it acts as the owner between two steps: it ends
+ *    the round, pops the wake-up queue (the owner is its consumer, and is
+ *    not consuming now), decides every other unpinned group's move and
+ *    lets each leave as leave_groups would (migration steps 1-2); wake-ups
+ *    of agents that stay go back on the queue. Then it releases the claim
+ *    (release): the owner goes on with the step's agent, and a group that
+ *    could not leave yet (a token still on its way, an add or a destroy in
+ *    flight) leaves at the owner's next departure point, or at the
+ *    watchdog's next look if the step still runs. */
+#define WD_MIN_NS UINT64_C(100000)
+#define WD_MAX_NS UINT64_C(1000000000)
+
+static void wd_wait(pts__worker *w) {
+  unsigned spins = 0;
+  /* acquire: pairs with the watchdog's release, so its changes are seen. */
+  while (atomic_load_explicit(&w->wd_claim, memory_order_acquire)) cpu_relax(spins++);
+}
+
+/* Protocol step 2: whether the watchdog now holds w's structures, w being
+ * inside bracket `step`. */
+static bool wd_claim_step(pts__worker *w, uint64_t step) {
+  atomic_store_explicit(&w->wd_claim, true, memory_order_seq_cst);
+  if (atomic_load_explicit(&w->wd_step, memory_order_seq_cst) == step) return true;
+  atomic_store_explicit(&w->wd_claim, false, memory_order_release);
+  return false;
+}
+
+/* The worker a rescued group goes to: the one with the fewest agents that
+ * is not stuck itself, or NULL. Under the pool's mutex. */
+static pts__worker *wd_target(pts__worker *w) {
+  pts_pool *pool = w->pool;
+  pts__worker *t = NULL;
+  for (unsigned j = 0; j < pool->n; j++) {
+    pts__worker *o = pool->w[j];
+    if (o == w || atomic_load_explicit(&o->wd_stuck, memory_order_relaxed)) continue;
+    if (t == NULL || o->nplaced < t->nplaced) t = o;
+  }
+  return t;
+}
+
+/* Protocol step 3, holding the claim: moves w's groups but stuck's. */
+static void wd_rescue(pts__worker *w, pts_agent *stuck) {
+  pts_pool *pool = w->pool;
+  (void)round_end(w); /* agents[] changes */
+  /* Decide (migration step 1): a group each time, to the least loaded
+   * worker then (the placement counts move as groups leave). */
+  pthread_mutex_lock(&pool->mu); /* origin records: pinned */
+  for (uint32_t i = 0; i < w->nagents; i++) {
+    pts__origin *oe = w->arr->agents[i]->oe;
+    if (oe == stuck->oe || oe->pinned != 0 || oe->mv_to != NULL) continue;
+    pts__worker *t = wd_target(w);
+    if (t == NULL) break;
+    group_request(w, oe, t, true);
+  }
+  pthread_mutex_unlock(&pool->mu);
+  /* The tokens on the wake-up queue: a member's is the move's now; another
+   * agent's wake-up goes back after. */
+  pts_agent *back = NULL;
+  pts__mpsc_node *n;
+  while ((n = pts__mpsc_pop(&w->signaled)) != NULL) {
+    pts_agent *a = container_of(n, pts_agent, sig_node);
+    if (a->dead) { /* as drain_signaled */
+      if (a->unref_on_pop) pts_agent_unref(a);
+    } else if (a->mv_token == PTS__MV_WAIT) {
+      a->mv_token = PTS__MV_HELD;
+      a->oe->mv_missing--;
+    } else {
+      a->wd_next = back;
+      back = a;
+    }
+  }
+  /* Departures (migration step 2), the stuck agent's group excepted. */
+  for (uint32_t i = 0; i < w->nagents;) {
+    pts__origin *oe = w->arr->agents[i]->oe;
+    if (oe != stuck->oe && oe->mv_to != NULL && group_try_leave(w, oe))
+      i = 0; /* agents[] changed */
+    else
+      i++;
+  }
+  /* Still signaled: each node goes back as its producer left it. */
+  for (; back != NULL; back = back->wd_next) pts__mpsc_push(&w->signaled, &back->sig_node);
+}
+
+/* One look at w (protocol): a step long since the watchdog first saw it
+ * is reported once, and with balancing its worker's other groups go. */
+static void wd_look(pts_pool *pool, pts__worker *w, uint64_t now) {
+  uint64_t step = atomic_load_explicit(&w->wd_step, memory_order_relaxed);
+  if (step == 0 || step != w->wd_seen) {
+    w->wd_seen = step;
+    w->wd_since = now;
+    if (atomic_load_explicit(&w->wd_stuck, memory_order_relaxed))
+      atomic_store_explicit(&w->wd_stuck, false, memory_order_relaxed);
+    return;
+  }
+  if (now - w->wd_since < pool->opts.watchdog_ns) return;
+  bool first = w->wd_reported != step;
+  bool rescue = pool->balance && (step & 1u) != 0;
+  if (!first && !rescue) return;
+  if (!wd_claim_step(w, step)) return;
+  pts_agent *a = atomic_load_explicit(&w->wd_agent, memory_order_relaxed);
+  if (first) {
+    w->wd_reported = step;
+    atomic_store_explicit(&w->wd_stuck, true, memory_order_relaxed);
+    atomic_fetch_add_explicit(&a->st_long_tasks, 1, memory_order_relaxed);
+    pts_agent_ref(a); /* for the callback: the step keeps it until the release */
+  }
+  if (rescue) wd_rescue(w, a);
+  atomic_store_explicit(&w->wd_claim, false, memory_order_release); /* step 3's end */
+  if (!first) return;
+  if (pool->opts.on_long_task != NULL)
+    pool->opts.on_long_task(pool->opts.on_long_task_data, a, now - w->wd_since);
+  pts_agent_unref(a);
+}
+
+static void *watchdog_main(void *arg) {
+  pts_pool *pool = arg;
+  uint64_t period = pool->opts.watchdog_ns / 4;
+  pthread_mutex_lock(&pool->wd_mu);
+  while (!pool->wd_stop) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t t = (uint64_t)ts.tv_nsec + period;
+    ts.tv_sec += (time_t)(t / 1000000000u);
+    ts.tv_nsec = (long)(t % 1000000000u);
+    (void)pthread_cond_timedwait(&pool->wd_cv, &pool->wd_mu, &ts);
+    if (pool->wd_stop) break;
+    pthread_mutex_unlock(&pool->wd_mu);
+    uint64_t now = pts__now_ns();
+    for (unsigned i = 0; i < pool->n; i++) wd_look(pool, pool->w[i], now);
+    pthread_mutex_lock(&pool->wd_mu);
+  }
+  pthread_mutex_unlock(&pool->wd_mu);
+  return NULL;
+}
+
+static int watchdog_start(pts_pool *pool) {
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&pool->wd_cv, &ca);
+  pthread_condattr_destroy(&ca);
+  pthread_mutex_init(&pool->wd_mu, NULL);
+  pool->wd_started = pthread_create(&pool->wd_tid, NULL, watchdog_main, pool) == 0;
+  if (pool->wd_started) return 0;
+  pthread_mutex_destroy(&pool->wd_mu);
+  pthread_cond_destroy(&pool->wd_cv);
+  return PTS_ENOMEM;
+}
+
+static void watchdog_stop(pts_pool *pool) {
+  if (!pool->wd_started) return;
+  pthread_mutex_lock(&pool->wd_mu);
+  pool->wd_stop = true;
+  pthread_cond_signal(&pool->wd_cv);
+  pthread_mutex_unlock(&pool->wd_mu);
+  pthread_join(pool->wd_tid, NULL);
+  pool->wd_started = false;
+  pthread_mutex_destroy(&pool->wd_mu);
+  pthread_cond_destroy(&pool->wd_cv);
+}
+
 /* Returns true on shutdown. */
 static bool drain_control(pts__worker *w) {
   /* A push under way is seen at the next round: idle() looks again before
@@ -1102,9 +1322,11 @@ static void fire_timers(pts__worker *w, uint64_t now) {
     a->due_next = due;
     due = a;
   }
+  w->wd_holding = due != NULL && due->due_next != NULL; /* the list of due agents */
   while (due != NULL) {
     pts_agent *a = due;
     due = a->due_next;
+    if (due == NULL) w->wd_holding = false; /* the last one: nothing held */
     if (!quant_defer(w, a, now)) refresh(w, a, false, 0, false);
   }
   /* Quantized: the slot's owner gets the polls it was denied. */
@@ -1277,6 +1499,7 @@ static void push_ctl(pts__worker *w, pts__ctl *c) {
 }
 
 static void stop_workers(pts_pool *pool) {
+  watchdog_stop(pool);
   for (unsigned i = 0; i < pool->n; i++) {
     pts__worker *w = pool->w[i];
     if (w == NULL || !w->started) continue;
@@ -1304,6 +1527,8 @@ static int pool_create(const pts_pool_options *opts, const pts__quant_options *q
   if (opts != NULL) o = *opts;
   if ((unsigned)o.policy >= (unsigned)npolicies) return PTS_EINVAL;
   if (o.quantum_ns > PTS__QUANTUM_MAX_NS) return PTS_EINVAL;
+  if (o.watchdog_ns != 0 && (o.watchdog_ns < WD_MIN_NS || o.watchdog_ns > WD_MAX_NS))
+    return PTS_EINVAL;
   if (o.quantum_ns == 0) o.quantum_ns = PTS_QUANTUM_DEFAULT_NS;
   pts__quant_options qo = {0, 0, 0, 0, false};
   if (q != NULL) qo = *q;
@@ -1343,6 +1568,7 @@ static int pool_create(const pts_pool_options *opts, const pts__quant_options *q
     atomic_init(&w->hungry, false);
     atomic_init(&w->invite, 0);
     atomic_init(&w->taker, false);
+    w->wd_on = o.watchdog_ns != 0; /* before the thread starts */
     if (pool->balance && (w->bal_peer0 = pts__calloc(o.threads, sizeof *w->bal_peer0)) == NULL)
       goto fail;
     pts__policy_init(w);
@@ -1352,6 +1578,7 @@ static int pool_create(const pts_pool_options *opts, const pts__quant_options *q
     if (pthread_create(&w->tid, NULL, worker_main, w) != 0) goto fail;
     w->started = true;
   }
+  if (o.watchdog_ns != 0 && watchdog_start(pool) != 0) goto fail;
   *out = pool;
   return 0;
 fail:
@@ -1419,6 +1646,11 @@ int pts_pool_shutdown(pts_pool *pool) {
  * the lowest thread with no origin yet; else the thread with the fewest
  * agents (lowest index on ties). Under the pool mutex. Linear in origins and
  * threads: agent creation is rare next to posting. */
+/* Relaxed: a hint from the watchdog (wd_look). */
+static bool stuck(const pts__worker *w) {
+  return atomic_load_explicit(&w->wd_stuck, memory_order_relaxed);
+}
+
 static pts__origin *place(pts_pool *pool, const char *origin, int thread) {
   pts__origin *oe = NULL;
   for (pts__origin *o = pool->origins; o != NULL; o = o->next) {
@@ -1433,16 +1665,22 @@ static pts__origin *place(pts_pool *pool, const char *origin, int thread) {
   if (thread >= 0) {
     t = (unsigned)thread;
   } else {
+    /* A worker in a long step (the watchdog's) is skipped while another
+     * is not. */
     bool found = false;
-    for (unsigned i = 0; i < pool->n && !found; i++) {
-      if (pool->w[i]->norigins == 0) {
-        t = i;
-        found = true;
+    for (int pass = 0; pass < 2 && !found; pass++) {
+      for (unsigned i = 0; i < pool->n && !found; i++) {
+        if (pool->w[i]->norigins == 0 && (pass == 1 || !stuck(pool->w[i]))) {
+          t = i;
+          found = true;
+        }
       }
     }
     if (!found) {
       for (unsigned i = 1; i < pool->n; i++)
-        if (pool->w[i]->nplaced < pool->w[t]->nplaced) t = i;
+        if (stuck(pool->w[t]) > stuck(pool->w[i]) ||
+            (stuck(pool->w[t]) == stuck(pool->w[i]) && pool->w[i]->nplaced < pool->w[t]->nplaced))
+          t = i;
     }
   }
   oe = pts__calloc(1, sizeof *oe);

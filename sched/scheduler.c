@@ -267,7 +267,7 @@ static int state_get(sctx *c, sstate *inh, pts_signal *abort, pts_signal *prio,
     return 0;
   }
   *out = state_new(c->loop, abort, prio, false);
-  return *out ? 0 : PTS_ENOMEM;
+  return *out ? 0 : pts__enomem();
 }
 
 /* Option encodings for compute_state. */

@@ -395,7 +395,10 @@ typedef struct pts_agent_stats {
                             time, added per round of steps: docs/agents.md) */
   uint64_t delay_hist[PTS_DELAY_BUCKETS]; /**< start delay of cross-thread posted tasks, while timed (pts_agent_set_delay_stats: off by default) */
   uint64_t inbox_depth;    /**< commands posted and not yet applied */
-  uint64_t inbox_max;      /**< largest depth seen at a drain */
+  uint64_t inbox_max;      /**< largest depth seen at a drain (the commands
+                            applied in one pass: with an inbox limit it may
+                            pass the limit when producers refill the inbox
+                            during the pass) */
   uint64_t moves;          /**< times its loop moved to another thread (since 1.0) */
   /* Since 5.0 (pts_agent_limits; docs/agents.md, "Quotas"). */
   uint64_t tasks_pending;  /**< pending scheduler tasks (limits.tasks counts these) */

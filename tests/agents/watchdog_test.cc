@@ -1,0 +1,227 @@
+// tests/agents/watchdog_test.cc: runaway tasks (pts_pool_options.watchdog_ns,
+// docs/agents.md "Runaway tasks"): a step longer than the threshold is
+// reported once (statistic and callback), and with balancing on the stuck
+// worker's other groups start their tasks on another thread while the step
+// still runs; the stuck agent's own group and pinned groups stay. The long
+// steps here block until the test releases them, so nothing depends on how
+// fast the machine is: the waits only bound a failure.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "tests/agents/util.h"
+#include "ptsched.h"
+
+using namespace ptstest;
+
+namespace {
+
+class WatchdogTest : public AgentsTest {};
+
+struct Reports {
+  std::atomic<int> n{0};
+  std::atomic<pts_agent *> agent{nullptr};
+  std::atomic<uint64_t> running_ns{0};
+  bool destroy = false;
+  static void fn(void *data, pts_agent *a, uint64_t ns) {
+    auto *r = static_cast<Reports *>(data);
+    r->agent.store(a);
+    r->running_ns.store(ns);
+    if (r->destroy) {
+      EXPECT_EQ(0, pts_agent_destroy(a, false));
+    }
+    r->n.fetch_add(1);
+  }
+};
+
+pts_pool *WatchdogPool(unsigned threads, bool balance, uint64_t watchdog_ns, Reports *r) {
+  pts_pool_options o = pool_opts(threads, PTS_POLICY_ROUND_ROBIN);
+  o.balance = balance;
+  o.watchdog_ns = watchdog_ns;
+  o.on_long_task = r ? Reports::fn : nullptr;
+  o.on_long_task_data = r;
+  pts_pool *p = nullptr;
+  EXPECT_EQ(0, pts_pool_new(&o, &p));
+  return p;
+}
+
+pts_agent *NewAgent(pts_pool *pool, const char *origin, int thread, bool pinned = false) {
+  pts_agent_options o = agent_opts(origin, thread);
+  o.pinned = pinned;
+  pts_agent *a = nullptr;
+  EXPECT_EQ(0, pts_agent_new(pool, &o, &a));
+  return a;
+}
+
+uint64_t LongTasks(pts_agent *a) {
+  pts_agent_stats s;
+  EXPECT_EQ(0, pts_agent_get_stats(a, &s));
+  return s.long_tasks;
+}
+
+// Records the thread a task of its agent ran on.
+struct Probe {
+  std::atomic<int> thread{-2};
+};
+
+struct ProbeCtx {
+  Probe *probe;
+  pts_agent *agent;
+};
+
+pts_value ProbeRun(void *data, int status) {
+  auto *c = static_cast<ProbeCtx *>(data);
+  if (status == 0) c->probe->thread.store(pts_agent_thread(c->agent));
+  return pts_undefined();
+}
+
+TEST_F(WatchdogTest, RejectsAThresholdOutOfRange) {
+  pts_pool_options o = pool_opts(1, PTS_POLICY_STRICT);
+  pts_pool *p = nullptr;
+  o.watchdog_ns = 99999;
+  EXPECT_EQ(PTS_EINVAL, pts_pool_new(&o, &p));
+  o.watchdog_ns = 1000000001;
+  EXPECT_EQ(PTS_EINVAL, pts_pool_new(&o, &p));
+  o.watchdog_ns = 100000;
+  ASSERT_EQ(0, pts_pool_new(&o, &p));
+  EXPECT_EQ(0, pts_pool_shutdown(p));
+}
+
+TEST_F(WatchdogTest, ALongStepIsReportedOnceWithItsAgent) {
+  Reports r;
+  pts_pool *pool = WatchdogPool(1, false, 1000000, &r);
+  pts_agent *a = NewAgent(pool, "a", 0);
+  pts_agent *quiet = NewAgent(pool, "q", 0);
+  Blocker b;
+  ASSERT_TRUE(b.block(a));
+  ASSERT_TRUE(wait_until([&] { return r.n.load() == 1; }));
+  EXPECT_EQ(a, r.agent.load());
+  EXPECT_GE(r.running_ns.load(), 1000000u);
+  EXPECT_EQ(1u, LongTasks(a));
+  // Without balancing nothing moves.
+  EXPECT_EQ(0, pts_agent_thread(quiet));
+  b.release.store(true);
+  ASSERT_EQ(0, pts_agent_drain(a));
+  // Short steps are not reported.
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 1000; i++)
+    ASSERT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_GENERIC, [](void *d, int) {
+      static_cast<std::atomic<int> *>(d)->fetch_add(1);
+    }, &ran));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  EXPECT_EQ(1, r.n.load());
+  EXPECT_EQ(0u, LongTasks(quiet));
+  pts_agent_unref(a);
+  pts_agent_unref(quiet);
+  EXPECT_EQ(0, pts_pool_shutdown(pool));
+}
+
+// The watchdog moves the stuck worker's other unpinned groups while the step
+// runs: their tasks start on the other thread; the stuck agent's group and a
+// pinned group stay; a new origin is placed away from the stuck worker.
+TEST_F(WatchdogTest, WithBalancingTheOtherGroupsLeaveTheStuckThread) {
+  Reports r;
+  pts_pool *pool = WatchdogPool(2, true, 1000000, &r);
+  pts_agent *hog = NewAgent(pool, "hog", 0);
+  pts_agent *sibling = NewAgent(pool, "hog", -1); /* same origin: thread 0 */
+  pts_agent *n1 = NewAgent(pool, "n1", 0);
+  pts_agent *n2 = NewAgent(pool, "n2", 0);
+  pts_agent *pinned = NewAgent(pool, "p", 0, true);
+  ASSERT_EQ(0, pts_agent_thread(sibling));
+  Blocker b;
+  ASSERT_TRUE(b.block(hog));
+  Probe p1, p2, pp;
+  ProbeCtx c1{&p1, n1}, c2{&p2, n2}, cp{&pp, pinned};
+  ASSERT_EQ(0, pts_agent_post_task(n1, nullptr, ProbeRun, &c1, nullptr, nullptr, nullptr));
+  ASSERT_EQ(0, pts_agent_post_task(n2, nullptr, ProbeRun, &c2, nullptr, nullptr, nullptr));
+  ASSERT_EQ(0, pts_agent_post_task(pinned, nullptr, ProbeRun, &cp, nullptr, nullptr, nullptr));
+  ASSERT_TRUE(wait_until([&] { return p1.thread.load() >= 0 && p2.thread.load() >= 0; }))
+      << "the neighbours' tasks waited for the long step";
+  EXPECT_EQ(1, p1.thread.load());
+  EXPECT_EQ(1, p2.thread.load());
+  EXPECT_EQ(-2, pp.thread.load()) << "a pinned group stays with the stuck thread";
+  EXPECT_EQ(0, pts_agent_thread(hog));
+  EXPECT_EQ(0, pts_agent_thread(sibling));
+  EXPECT_EQ(0, pts_agent_thread(pinned));
+  pts_agent *fresh = NewAgent(pool, "fresh", -1);
+  EXPECT_EQ(1, pts_agent_thread(fresh)) << "placement skips a stuck worker";
+  EXPECT_EQ(1, r.n.load());
+  b.release.store(true);
+  ASSERT_TRUE(wait_until([&] { return pp.thread.load() == 0; }));
+  for (pts_agent *a : {hog, sibling, n1, n2, pinned, fresh}) {
+    EXPECT_EQ(0, pts_agent_drain(a));
+    pts_agent_unref(a);
+  }
+  EXPECT_EQ(0, pts_pool_shutdown(pool));
+}
+
+// The host's remedy: the callback destroys the tenant, which takes effect
+// once the long step returns.
+TEST_F(WatchdogTest, TheCallbackMayDestroyTheAgent) {
+  Reports r;
+  r.destroy = true;
+  pts_pool *pool = WatchdogPool(1, false, 1000000, &r);
+  pts_agent *a = NewAgent(pool, "a", 0);
+  Blocker b;
+  ASSERT_TRUE(b.block(a));
+  ASSERT_TRUE(wait_until([&] { return r.n.load() == 1; }));
+  b.release.store(true);
+  ASSERT_TRUE(wait_until([&] { return pts_agent_drain(a) == PTS_ECLOSED; }));
+  pts_agent_unref(a);
+  EXPECT_EQ(0, pts_pool_shutdown(pool));
+}
+
+// The claim protocol under load: agents post to each other while some
+// steps run past a 100 us threshold (every step may, under the
+// sanitizers), so the watchdog takes groups away from workers in the
+// middle of their steps again and again; every task runs exactly once.
+TEST_F(WatchdogTest, RescuesRacingOrdinaryTrafficLoseNothing) {
+  pts_pool *pool = WatchdogPool(2, true, 100000, nullptr);
+  const int nagents = 8, per = stress_long() ? 200000 : under_tsan() ? 3000 : 20000;
+  std::vector<pts_agent *> agents;
+  for (int i = 0; i < nagents; i++) {
+    char name[16];
+    std::snprintf(name, sizeof name, "o%d", i % 6); /* some same-origin pairs */
+    agents.push_back(NewAgent(pool, name, i % 2));
+  }
+  std::vector<std::atomic<uint8_t>> ran(static_cast<size_t>(per));
+  struct Task {
+    std::atomic<uint8_t> *ran;
+    bool slow;
+  };
+  std::vector<Task> tasks(static_cast<size_t>(per));
+  std::thread driver([&] {
+    for (int i = 0; i < per; i++) {
+      tasks[static_cast<size_t>(i)] = {&ran[static_cast<size_t>(i)], i % 500 == 0};
+      pts_agent *a = agents[static_cast<size_t>(i) % agents.size()];
+      ASSERT_EQ(0, pts_agent_post_task(a, nullptr, [](void *d, int status) {
+        auto *t = static_cast<Task *>(d);
+        if (status != 0) return pts_undefined();
+        if (t->slow) busy_ns(300000);
+        t->ran->fetch_add(1);
+        return pts_undefined();
+      }, &tasks[static_cast<size_t>(i)], nullptr, nullptr, nullptr));
+    }
+  });
+  driver.join();
+  for (pts_agent *a : agents) ASSERT_EQ(0, pts_agent_drain(a));
+  size_t bad = 0;
+  for (auto &x : ran) bad += x.load() != 1;
+  EXPECT_EQ(0u, bad) << "tasks lost or run twice";
+  uint64_t longs = 0, moves = 0;
+  for (pts_agent *a : agents) {
+    pts_agent_stats s;
+    ASSERT_EQ(0, pts_agent_get_stats(a, &s));
+    longs += s.long_tasks;
+    moves += s.moves;
+    pts_agent_unref(a);
+  }
+  std::printf("long steps %llu, moves %llu\n", static_cast<unsigned long long>(longs),
+              static_cast<unsigned long long>(moves));
+  EXPECT_GT(longs, 0u);
+  EXPECT_EQ(0, pts_pool_shutdown(pool));
+}
+
+}  // namespace
