@@ -13,7 +13,7 @@
 const char *const rb_suite_names[] = {
     "throughput", "crossthread", "yield",    "control", "memory",
     "scale",      "latency",     "fairness", "leak",    "balance",
-    "host",
+    "host",       "isolation",
 };
 const size_t rb_suite_count = sizeof rb_suite_names / sizeof rb_suite_names[0];
 

@@ -41,6 +41,7 @@ static const struct {
     {"leak", rb_suite_leak, "leakage between co-located loops per policy (issue 8 hook)"},
     {"balance", rb_suite_balance, "moving loops between pool threads: skewed and even load, balancing on/off"},
     {"host", rb_suite_host, "JS workloads in ptsched-host, the Node binding and scheduler-polyfill"},
+    {"isolation", rb_suite_isolation, "one hostile tenant (bomb, flood, hog, blocked) against its neighbours"},
 };
 
 static void usage(FILE *f) {

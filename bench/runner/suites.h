@@ -43,6 +43,12 @@ void rb_suite_balance(rb_ctx *ctx);
  * balance.capacity.ratio sets its two-thread target. */
 void rb_suite_host(rb_ctx *ctx);
 
+/* The isolation suite (suite_isolation.c, issue 32): a memory bomb, an
+ * inbox flood, a 1 s CPU hog and a 1 s blocked task, each against
+ * well-behaved neighbours on two pool threads, with and without the hostile
+ * party interleaved. */
+void rb_suite_isolation(rb_ctx *ctx);
+
 /* The leak suite of the security study (suite_leak.c). Issue 8 plugs its
  * measurement in with rb_leak_register() before the suites run; until it
  * does, the suite reports "not available" and produces no figure. The hook
