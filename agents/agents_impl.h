@@ -207,9 +207,13 @@ struct pts_agent {
   const pts__quota *quota;
   _Atomic uint64_t st_pending, st_bytes, st_loop_refused;
   _Atomic uint64_t st_long_tasks, st_inbox_refused;
-  /* Limited commands admitted and not yet applied (pts__inbox_take): on
-   * its own line, touched only by agents with an inbox limit. */
-  _Alignas(64) _Atomic uint64_t inbox_held;
+  /* The inbox limit's counters (pts__inbox_take), touched only by agents
+   * with one: places taken by producers (less the refused ones given
+   * back) and the producers' last reading of inbox_applied, on their own
+   * line; the owner's count of limited commands applied, on its own. */
+  _Alignas(64) _Atomic uint64_t inbox_taken;
+  _Atomic uint64_t inbox_seen;
+  _Alignas(64) _Atomic uint64_t inbox_applied;
 
   /* Owner, quantized policy (agents/study.h): CPU time used in the current
    * epoch, the level (true: high), and the step guard: the last epoch's
@@ -410,10 +414,14 @@ void pts__agent_unadmit(pts_agent *a, int rank);
 
 /* The inbox limit (pts_agent_limits.inbox), for the commands it counts
  * (agents.h): a producer takes a place before its admission, false (and
- * one refusal counted) if the inbox is full; the owner gives it back when
- * the command is applied or released. Exact: at most inbox_limit places
- * are held at once (a refused taker's add is undone, so a racing taker may
- * be refused while it is). */
+ * one refusal counted) if the inbox is full; the owner gives places back
+ * as it applies or releases the commands. Exact: a place is taken with
+ * the count of places taken before it (ticket t) and kept only if
+ * t - applied < limit, so at most `limit` admitted commands wait at once
+ * (a refused taker's place is given back, so a racing taker may be
+ * refused while it is). The owner only stores its count; producers read
+ * it only when their last reading says the inbox is full, so a stream far
+ * from its limit moves no line between the two sides. */
 bool pts__inbox_take_slow(pts_agent *a);
 static inline bool pts__inbox_take(pts_agent *a) {
   if (__builtin_expect(a->inbox_limit == UINT64_MAX, 1)) return true;
@@ -421,7 +429,10 @@ static inline bool pts__inbox_take(pts_agent *a) {
 }
 static inline void pts__inbox_give(pts_agent *a, uint64_t n) {
   if (__builtin_expect(a->inbox_limit == UINT64_MAX, 1)) return;
-  atomic_fetch_sub_explicit(&a->inbox_held, n, memory_order_relaxed);
+  /* Single writer: a load and a store, no RMW. */
+  atomic_store_explicit(&a->inbox_applied,
+                        atomic_load_explicit(&a->inbox_applied, memory_order_relaxed) + n,
+                        memory_order_relaxed);
 }
 /* After pts__agent_admit: pushes cmd to the agent's loop and wakes its
  * worker (wake protocol steps 1-2). a must stay referenced by the caller

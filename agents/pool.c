@@ -223,10 +223,19 @@ const char *pts_policy_name(int policy) {
 /* ---- admission ---- */
 
 bool pts__inbox_take_slow(pts_agent *a) {
-  /* Relaxed: a count, no data travels with it. */
-  if (atomic_fetch_add_explicit(&a->inbox_held, 1, memory_order_relaxed) < a->inbox_limit)
+  /* Relaxed: counts, no data travels with them. The applied count only
+   * grows, so an old reading only overstates the depth; a fresh one may
+   * count commands taken after ours (the depth is then below zero,
+   * hence the signed differences). */
+  int64_t limit = (int64_t)a->inbox_limit;
+  uint64_t t = atomic_fetch_add_explicit(&a->inbox_taken, 1, memory_order_relaxed);
+  if ((int64_t)(t - atomic_load_explicit(&a->inbox_seen, memory_order_relaxed)) < limit)
     return true;
-  atomic_fetch_sub_explicit(&a->inbox_held, 1, memory_order_relaxed);
+  uint64_t applied = atomic_load_explicit(&a->inbox_applied, memory_order_relaxed);
+  if (applied > atomic_load_explicit(&a->inbox_seen, memory_order_relaxed))
+    atomic_store_explicit(&a->inbox_seen, applied, memory_order_relaxed); /* a hint */
+  if ((int64_t)(t - applied) < limit) return true;
+  atomic_fetch_sub_explicit(&a->inbox_taken, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&a->st_inbox_refused, 1, memory_order_relaxed);
   return false;
 }
@@ -1699,11 +1708,11 @@ static pts__origin *place(pts_pool *pool, const char *origin, int thread) {
 
 static void move_req_cmd(pts__command *cmd, int status);
 
-/* An agent's limit: its own, else the pool's; 0 and PTS_LIMIT_NONE are
- * none (UINT64_MAX). */
+/* An agent's limit: its own, else the pool's; 0 and from 2^63 on
+ * (PTS_LIMIT_NONE among them) are none (UINT64_MAX). */
 static uint64_t limit_of(uint64_t own, uint64_t pool_default) {
   uint64_t v = own != 0 ? own : pool_default;
-  return v == 0 ? UINT64_MAX : v;
+  return v == 0 || v > (uint64_t)INT64_MAX ? UINT64_MAX : v;
 }
 
 int pts_agent_new(pts_pool *pool, const pts_agent_options *opts, pts_agent **out) {

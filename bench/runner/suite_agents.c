@@ -304,6 +304,109 @@ static void agent_split(rb_ctx *ctx, pts_agent *a, size_t n, pts_agent_task_req 
   free(g.post_ns);
 }
 
+/* ---- limits set, none reached (issue 32: the hot paths do not regress) ----
+ * The same two streams to an agent with every limit set far above what
+ * they reach and to one with none, interleaved: the request stream
+ * (pts_agent_post_task_req: the producer's place in the inbox) and an
+ * agent posting to itself in batches (pts_scheduler_post: the task limit's
+ * compare in the post's fast path). */
+
+#define OWN_BATCH 256
+
+typedef struct own_run {
+  pts_agent *a;
+  size_t n, posted, ran;
+  sem_t done;
+  uint64_t end;
+} own_run;
+
+static void own_batch(own_run *r);
+
+static void own_task(void *data, int status) {
+  own_run *r = data;
+  if (status != 0) return;
+  if (++r->ran == r->n) {
+    r->end = rb_now_ns();
+    sem_post(&r->done);
+  } else if (r->ran == r->posted) {
+    own_batch(r);
+  }
+}
+
+static void own_batch(own_run *r) {
+  pts_scheduler *s = pts_global_scheduler(pts_loop_default_global(pts_agent_loop(r->a)));
+  for (int i = 0; i < OWN_BATCH && r->posted < r->n; i++, r->posted++)
+    if (pts_scheduler_post(s, own_task, r, NULL) != 0) return; /* never ends: the run fails */
+}
+
+static void own_start(void *data, int status) {
+  if (status == 0) own_batch(data);
+}
+
+typedef struct own_arg {
+  pts_agent *a;
+  size_t n;
+} own_arg;
+
+static double s_agent_own_post_run(void *arg) {
+  own_arg *g = arg;
+  own_run r = {g->a, g->n, 0, 0, {{0}}, 0};
+  sem_init(&r.done, 0, 0);
+  uint64_t t0 = rb_now_ns();
+  double out = -1;
+  if (pts_agent_queue_task(g->a, PTS_SOURCE_GENERIC, own_start, &r) == 0) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 30;
+    if (sem_timedwait(&r.done, &ts) == 0) out = (double)(r.end - t0) / (double)r.n;
+  }
+  pts_agent_drain(g->a);
+  sem_destroy(&r.done);
+  return out;
+}
+
+static void pin_task(void *data, int status);
+
+/* a is alone on its pool's thread; the limited agent gets a pool of its
+ * own (so both take the paths of an agent alone), its thread pinned to the
+ * same CPU as a's (only one of them is busy at a time). */
+static void limits_pair(rb_ctx *ctx, pts_agent *a, size_t n, pts_agent_task_req *reqs) {
+  pts_agent_options o = PTS_AGENT_OPTIONS_INIT;
+  o.origin = "limited";
+  uint64_t far = UINT64_C(1) << 40;
+  o.limits = (pts_agent_limits){far, far, far};
+  pts_pool *pool = pool_new(1, PTS_POLICY_STRICT);
+  pts_agent *lim = NULL;
+  if (pool == NULL || pts_agent_new(pool, &o, &lim) != 0 ||
+      pts_agent_queue_task(lim, PTS_SOURCE_GENERIC, pin_task, NULL) != 0 ||
+      pts_agent_drain(lim) != 0) {
+    rb_unavailable_add(ctx, "crossthread.agent_post_task_limited", "pool or agent creation failed");
+    agent_free(lim);
+    if (pool) pts_pool_shutdown(pool);
+    return;
+  }
+  axt_arg u = {a, n, AXT_POST_REQ, reqs, -1, -1}, l = {lim, n, AXT_POST_REQ, reqs, -1, -1};
+  own_arg ou = {a, n}, ol = {lim, n};
+  rb_spec pair[] = {
+      {"crossthread.agent_post_task_unlimited.ns_per_task", "ns", RB_INFO, s_agent_stream, &u},
+      {"crossthread.agent_post_task_limited.ns_per_task", "ns", RB_INFO, s_agent_stream, &l},
+      {"agents.own_post_run_unlimited.ns_per_task", "ns", RB_INFO, s_agent_own_post_run, &ou},
+      {"agents.own_post_run_limited.ns_per_task", "ns", RB_INFO, s_agent_own_post_run, &ol},
+  };
+  rb_measure_group(ctx, pair, sizeof pair / sizeof pair[0]);
+  rb_ratio_target(ctx, "crossthread.agent_post_task_limited.x_unlimited",
+                  "crossthread.agent_post_task_limited.ns_per_task",
+                  "crossthread.agent_post_task_unlimited.ns_per_task", 1.05,
+                  "<= 1.05: an inbox limit set (never reached) costs the stream <= 5%", "issue 32");
+  rb_ratio_target(ctx, "agents.own_post_run_limited.x_unlimited",
+                  "agents.own_post_run_limited.ns_per_task",
+                  "agents.own_post_run_unlimited.ns_per_task", 1.05,
+                  "<= 1.05: task and byte limits set (never reached) cost a post+run <= 5%",
+                  "issue 32");
+  agent_free(lim);
+  pts_pool_shutdown(pool);
+}
+
 /* Pins the pool thread that runs it (rb_pin_consumer). */
 static void pin_task(void *data, int status) {
   (void)data;
@@ -351,6 +454,7 @@ void rb_agents_crossthread_part(rb_ctx *ctx) {
     }
     agent_split(ctx, a, n, reqs, "agent_post_task", false);
     agent_split(ctx, a, n, reqs, "agent_post_task_timed", true);
+    limits_pair(ctx, a, n, reqs);
     rb_pin_end();
     const char *keys[] = {"crossthread.agent_queue.ns_per_task",
                           "crossthread.agent_post_task.ns_per_task",

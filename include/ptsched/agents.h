@@ -66,8 +66,8 @@ PTS_EXTERN const char *pts_policy_name(int policy);
 
 /** Limits of one agent (since 5.0; docs/agents.md, "Quotas"). Each field
  * is a count the agent may hold at once: 0 takes the pool's default
- * (pts_pool_options.limits; 0 there too: no limit), PTS_LIMIT_NONE means
- * no limit whatever the default. A call that would pass a limit fails with
+ * (pts_pool_options.limits; 0 there too: no limit), PTS_LIMIT_NONE (or
+ * any value from 2^63 on) means no limit whatever the default. A call that would pass a limit fails with
  * PTS_EQUOTA and does nothing; the agent's other work, and every other
  * agent's, is untouched, and every task admitted before still runs or
  * settles exactly once. Usage is in pts_agent_stats. */
