@@ -199,13 +199,8 @@ struct pts_agent {
   _Atomic uint64_t st_posts_enqueued, st_posts_rejected;
   /* pts_agent_queue_task tasks the pool thread ran in place (for tests). */
   _Atomic uint64_t st_queued_in_place;
-  /* Quotas (docs/agents.md, "Quotas"): the loop's counters (owner, valid
-   * while the loop lives) and their copies for pts_agent_get_stats, made at
-   * each refresh; long steps (the watchdog's) and inbox refusals (producers'),
-   * both rare RMWs. */
-  const uint64_t *live_tasks;
-  const pts__quota *quota;
-  _Atomic uint64_t st_pending, st_bytes, st_loop_refused;
+  /* Long steps (the watchdog's) and inbox refusals (producers'), both rare
+   * RMWs; the loop counts the rest of the quotas' statistics. */
   _Atomic uint64_t st_long_tasks, st_inbox_refused;
   /* The inbox limit's counters (pts__inbox_take), touched only by agents
    * with one: places taken by producers (less the refused ones given
@@ -368,11 +363,6 @@ static inline uint64_t pts__stat_now_ns(void) {
 #else
 static inline uint64_t pts__stat_now_ns(void) { return pts__stat_now_slow(); }
 #endif
-
-/* Relaxed store of a single-writer statistic. */
-static inline void pts__stat_set(_Atomic uint64_t *c, uint64_t v) {
-  atomic_store_explicit(c, v, memory_order_relaxed);
-}
 
 /* Relaxed add for single-writer statistics: a load and a store, no RMW. */
 static inline void pts__stat_add(_Atomic uint64_t *c, uint64_t v) {

@@ -190,7 +190,6 @@ static void cpu_relax(unsigned spins) {
 }
 
 #define stat_add pts__stat_add
-#define stat_set pts__stat_set
 
 /* The balancer (docs/agents.md, "Balancer"): numbers and why.
  * BAL_TICK_NS: a busy worker looks at its load at most once per tick (one
@@ -496,10 +495,6 @@ static void refresh(pts__worker *w, pts_agent *a, bool ran, uint64_t cpu_ns,
         depth < (UINT64_C(1) << 62))
       atomic_store_explicit(&a->st_inbox_max, depth, memory_order_relaxed);
   }
-  /* Usage for pts_agent_get_stats (three lines the poll reads anyway). */
-  stat_set(&a->st_pending, *a->live_tasks);
-  stat_set(&a->st_bytes, a->quota->bytes);
-  stat_set(&a->st_loop_refused, a->quota->refused);
   pts__tls_agent = a;
   /* After a step of one of several loops, the step's own polling is fresh
    * (a command pushed since comes with a wake-up). */
@@ -1759,10 +1754,8 @@ int pts_agent_new(pts_pool *pool, const pts_agent_options *opts, pts_agent **out
     agent_free(a);
     return PTS_ENOMEM;
   }
-  pts__loop_quota(a->loop)->byte_limit = limit_of(o.limits.bytes, pool->opts.limits.bytes);
+  pts__loop_set_byte_limit(a->loop, limit_of(o.limits.bytes, pool->opts.limits.bytes));
   a->inbox_limit = limit_of(o.limits.inbox, pool->opts.limits.inbox);
-  a->live_tasks = pts__sched_live_tasks(a->loop);
-  a->quota = pts__loop_quota(a->loop);
   pthread_mutex_lock(&pool->mu);
   if (pool->shut) {
     rc = PTS_ECLOSED;
@@ -1948,10 +1941,16 @@ int pts_agent_get_stats(const pts_agent *ca, pts_agent_stats *out) {
   out->inbox_depth = posted > applied ? posted - applied : 0;
   out->inbox_max = atomic_load_explicit(&a->st_inbox_max, memory_order_relaxed);
   out->moves = atomic_load_explicit(&a->st_moves, memory_order_relaxed);
-  out->tasks_pending = atomic_load_explicit(&a->st_pending, memory_order_relaxed);
-  out->bytes_held = atomic_load_explicit(&a->st_bytes, memory_order_relaxed);
-  out->refused = atomic_load_explicit(&a->st_loop_refused, memory_order_relaxed) +
-                 atomic_load_explicit(&a->st_inbox_refused, memory_order_relaxed);
+  /* The loop's counters, read under an admission (the loop stays
+   * allocated while one is held); a destroyed agent has none. */
+  out->tasks_pending = out->bytes_held = 0;
+  out->refused = atomic_load_explicit(&a->st_inbox_refused, memory_order_relaxed);
+  if (pts__agent_admit(a, PTS__RANK_OTHER)) {
+    out->tasks_pending = pts__sched_live_tasks(a->loop);
+    out->bytes_held = pts__loop_quota_bytes(a->loop);
+    out->refused += pts__loop_quota_refused(a->loop);
+    pts__agent_unadmit(a, PTS__RANK_OTHER);
+  }
   out->long_tasks = atomic_load_explicit(&a->st_long_tasks, memory_order_relaxed);
   return 0;
 }

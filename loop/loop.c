@@ -127,7 +127,20 @@ int pts__enomem(void) {
   return PTS_EQUOTA;
 }
 
-pts__quota *pts__loop_quota(pts_loop *loop) { return &loop->quota; }
+static void quota_set(_Atomic uint64_t *c, uint64_t v) {
+  atomic_store_explicit(c, v, memory_order_relaxed);
+}
+
+static uint64_t quota_get(const _Atomic uint64_t *c) {
+  return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+void pts__loop_set_byte_limit(pts_loop *loop, uint64_t limit) { loop->quota.byte_limit = limit; }
+void pts__loop_quota_refused_add(pts_loop *loop) {
+  quota_set(&loop->quota.refused, quota_get(&loop->quota.refused) + 1);
+}
+uint64_t pts__loop_quota_bytes(const pts_loop *loop) { return quota_get(&loop->quota.bytes); }
+uint64_t pts__loop_quota_refused(const pts_loop *loop) { return quota_get(&loop->quota.refused); }
 
 /* The pool's calls to the allocator, out of line: the hit path below stays
  * small enough to be inlined into every post (it is most of a post). A
@@ -135,15 +148,15 @@ pts__quota *pts__loop_quota(pts_loop *loop) { return &loop->quota; }
  * loop is freed (blocks on the free lists stay held), one over POOL_MAX
  * until it is freed. */
 static __attribute__((noinline)) void *pool_malloc(pts_loop *loop, size_t size) {
-  pts__quota *q = &loop->quota;
+  uint64_t held = quota_get(&loop->quota.bytes);
   quota_hit = false;
-  if (size > q->byte_limit - q->bytes) {
+  if (size > loop->quota.byte_limit - held) {
     quota_hit = true;
-    q->refused++;
+    pts__loop_quota_refused_add(loop);
     return NULL;
   }
   void *b = pts__malloc(size);
-  if (b != NULL) q->bytes += size;
+  if (b != NULL) quota_set(&loop->quota.bytes, held + size);
   return b;
 }
 
@@ -164,7 +177,7 @@ void pts__loop_pool_free(pts_loop *loop, void *block, size_t size) {
   if (size == 0) size = 1;
   if (POOL_BYPASS || size > POOL_MAX) {
     pts__free(block);
-    loop->quota.bytes -= size;
+    quota_set(&loop->quota.bytes, quota_get(&loop->quota.bytes) - size);
     return;
   }
   unsigned c = pool_class(size);

@@ -166,7 +166,12 @@ struct pts_loop {
   pts__command_runner run_command; /* or NULL */
 
   void *pool[POOL_CLASSES];
-  pts__quota quota;
+  /* Quotas (loop_internal.h): the owner writes (relaxed single-writer
+   * stores, on the pool's miss path only), any thread reads. */
+  struct {
+    _Atomic uint64_t bytes, refused;
+    uint64_t byte_limit; /* UINT64_MAX: none */
+  } quota;
   /* Every live promise, so pts_loop_free can release cycles and promises
    * still referenced (circular lists with these sentinels). */
   pts__plink live, swept;

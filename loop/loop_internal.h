@@ -32,14 +32,15 @@ void pts__loop_bind_thread(pts_loop *loop);
 
 /* ---- quotas (agents.h pts_agent_limits; docs/agents.md, "Quotas") ---- */
 
-/* What a loop counts against its agent's limits; owner thread only. The
- * task count and its limit are the scheduler's (sched_internal.h). */
-typedef struct pts__quota {
-  uint64_t bytes;      /* held from the allocator by the block pool (loop.c) */
-  uint64_t byte_limit; /* UINT64_MAX: none */
-  uint64_t refused;    /* calls on this loop refused with PTS_EQUOTA */
-} pts__quota;
-pts__quota *pts__loop_quota(pts_loop *loop);
+/* What a loop counts against its agent's limits (the task count and its
+ * limit are the scheduler's, sched_internal.h): the bytes its block pool
+ * holds from the allocator and the calls refused with PTS_EQUOTA. The
+ * setter and the count are for the owner; the readers for any thread while
+ * the loop lives (relaxed). */
+void pts__loop_set_byte_limit(pts_loop *loop, uint64_t limit); /* UINT64_MAX: none */
+void pts__loop_quota_refused_add(pts_loop *loop);
+uint64_t pts__loop_quota_bytes(const pts_loop *loop);
+uint64_t pts__loop_quota_refused(const pts_loop *loop);
 /* The code for an allocation that returned NULL: PTS_EQUOTA when the last
  * refusal of the calling thread's block pools was a byte limit (and it
  * clears that), else PTS_ENOMEM. */

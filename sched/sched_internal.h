@@ -35,9 +35,10 @@ int pts__sched_get_stats(pts_loop *loop, pts__sched_stats *out);
  * PTS_EQUOTA, and pts__scheduler_post_in too. Makes the scheduler context if
  * the loop has none (PTS_ENOMEM). */
 int pts__sched_set_task_limit(pts_loop *loop, uint64_t limit);
-/* The context's live_tasks counter, for its agent's statistics (owner
- * thread; valid while the loop lives), or NULL with no context yet. */
-const uint64_t *pts__sched_live_tasks(pts_loop *loop);
+/* The context's live_tasks, for its agent's statistics: any thread while
+ * the loop lives (a relaxed load; the provider context is set before the
+ * loop reaches other threads); 0 with no context. */
+uint64_t pts__sched_live_tasks(pts_loop *loop);
 
 /* Scheduling states made per call (not the cached fixed ones) alive in the
  * process, over all loops: a state may outlive its loop's scheduler context

@@ -99,11 +99,24 @@ struct pts__sctx {
   pts_scheduler *schedulers;
   pts__sched_stats stats;
   void *tfree[3]; /* free task blocks, one list per layout (enum task_ext) */
+  /* Task handles alive: delayed, queued or running (stats.live_tasks is
+   * filled from it). Written by the owner only, and read by its agent's
+   * statistics from other threads (pts__sched_live_tasks): relaxed loads
+   * and stores, a plain mov each on x86. */
+  _Atomic uint64_t live_tasks;
   /* Most live_tasks a post or yield may bring about (agents.h
    * pts_agent_limits.tasks; UINT64_MAX: none): one more fails with
    * PTS_EQUOTA. */
   uint64_t task_limit;
 };
+
+static inline uint64_t live_of(const sctx *c) {
+  return atomic_load_explicit(&c->live_tasks, memory_order_relaxed);
+}
+
+static inline void live_add(sctx *c, int d) {
+  atomic_store_explicit(&c->live_tasks, live_of(c) + (uint64_t)(int64_t)d, memory_order_relaxed);
+}
 
 /* spec: scheduler task queue */
 struct pts__squeue {
@@ -666,7 +679,7 @@ static inline __attribute__((always_inline)) void task_free(sctx *c, stask *t) {
    * set (S_NEW and S_DELAYED never do). */
   if (t->status >= S_QUEUED && t->u.queue) queue_unref(t->u.queue);
   if (--t->state->hdr.refs == 0) state_destroy(&t->state->hdr);
-  c->stats.live_tasks--;
+  live_add(c, -1);
   switch (t->ext) {
     case EXT_PROMISE:
       /* The block is the promise's too: it goes when both parts have. */
@@ -781,7 +794,7 @@ static inline __attribute__((always_inline)) stask *task_alloc(
     pts__algo_init(&e->abort_algo, on_abort);
     e->promise = NULL;
   }
-  c->stats.live_tasks++;
+  live_add(c, 1);
   return t;
 }
 
@@ -962,6 +975,7 @@ int pts__sched_get_stats(pts_loop *loop, pts__sched_stats *out) {
     return PTS_ENOTFOUND;
   }
   *out = c->stats;
+  out->live_tasks = live_of(c);
   return 0;
 }
 
@@ -1000,7 +1014,7 @@ static inline __attribute__((always_inline)) void fast_task_done(sctx *c, squeue
   if (!q->head) queue_removal_steps(q);
   queue_unref(q);
   if (--st->hdr.refs == 0) state_destroy(&st->hdr);
-  c->stats.live_tasks--;
+  live_add(c, -1);
 }
 
 /* run_one for a handle in the caller's slot (EXT_CALLER): as for EXT_NONE,
@@ -1180,8 +1194,8 @@ fail:
 /* A new task would pass the loop's task limit: the call fails (counted in
  * the loop's refusals). */
 static bool over_task_limit(sctx *c) {
-  if (c->stats.live_tasks < c->task_limit) return false;
-  pts__loop_quota(c->loop)->refused++;
+  if (live_of(c) < c->task_limit) return false;
+  pts__loop_quota_refused_add(c->loop);
   return true;
 }
 
@@ -1263,7 +1277,7 @@ static inline __attribute__((always_inline)) void fixed_handle_fill(
   t->data = data;
   t->kind = (uint8_t)kind;
   t->ext = promise ? EXT_PROMISE : EXT_NONE;
-  c->stats.live_tasks++;
+  live_add(c, 1);
   st->hdr.refs++;
   if (promise) {
     /* spec: result, in the handle's own block (no second allocation). */
@@ -1322,7 +1336,7 @@ static inline __attribute__((always_inline)) int post_fixed(
   squeue *q = s->static_q[p][0];
   stask *t = c->tfree[ext];
   if (TBLOCK_BYPASS || s->detached || !q || !q->tail || !t ||
-      c->stats.live_tasks >= c->task_limit ||
+      live_of(c) >= c->task_limit ||
       atomic_load_explicit(&pts__alloc_armed, memory_order_relaxed))
     return post_fixed_general(s, kind, fn, data, p, out);
   c->tfree[ext] = *(void **)t;
@@ -1366,7 +1380,7 @@ void pts__scheduler_run_end(pts__sched_run *run) {
   sctx *c = run->s->ctx;
   sstate *st = run->state;
   pts__loop_swap_state(c->loop, run->prev);
-  c->stats.live_tasks--;
+  live_add(c, -1);
   run->priority = -1;
   if (--st->hdr.refs == 0) state_destroy(&st->hdr);
 }
@@ -1382,7 +1396,7 @@ int pts__scheduler_run_in(pts__sched_run *run, pts_scheduler *s, pts_task_fn fn,
      * while the run does, which outlives each of its tasks. */
     sstate *st = c->fixed_state[priority];
     st->hdr.refs++;
-    c->stats.live_tasks++;
+    live_add(c, 1);
     run->prev = pts__loop_swap_state(loop, &st->hdr);
     run->s = s;
     run->state = st;
@@ -1517,7 +1531,7 @@ int pts__sched_set_task_limit(pts_loop *loop, uint64_t limit) {
   return rc;
 }
 
-const uint64_t *pts__sched_live_tasks(pts_loop *loop) {
+uint64_t pts__sched_live_tasks(pts_loop *loop) {
   sctx *c = pts__loop_provider_ctx(loop);
-  return c ? &c->stats.live_tasks : NULL;
+  return c ? live_of(c) : 0;
 }

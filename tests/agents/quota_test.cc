@@ -145,7 +145,7 @@ TEST_F(QuotaTest, ByteLimitRefusesTheAllocationThatWouldPassIt) {
       }
       held.push_back(p);
     }
-    bytes_at_refusal = pts__loop_quota(loop)->bytes;
+    bytes_at_refusal = pts__loop_quota_bytes(loop);
     // A post needs a block too: refused with the same code.
     pts_controller *c = nullptr;
     std::atomic<int> never{0};
