@@ -1120,15 +1120,16 @@ static bool wd_claim_step(pts__worker *w, uint64_t step) {
   return false;
 }
 
-/* The worker a rescued group goes to: the one with the fewest agents that
- * is not stuck itself, or NULL. Under the pool's mutex. */
-static pts__worker *wd_target(pts__worker *w) {
+/* The worker a rescued group goes to: the one with the fewest agents
+ * (placed, plus planned[j] already sent its way by this rescue) that is
+ * not stuck itself, or NULL. Under the pool's mutex. */
+static pts__worker *wd_target(pts__worker *w, const uint32_t *planned) {
   pts_pool *pool = w->pool;
   pts__worker *t = NULL;
   for (unsigned j = 0; j < pool->n; j++) {
     pts__worker *o = pool->w[j];
     if (o == w || atomic_load_explicit(&o->wd_stuck, memory_order_relaxed)) continue;
-    if (t == NULL || o->nplaced < t->nplaced) t = o;
+    if (t == NULL || o->nplaced + planned[j] < t->nplaced + planned[t->index]) t = o;
   }
   return t;
 }
@@ -1137,14 +1138,17 @@ static pts__worker *wd_target(pts__worker *w) {
 static void wd_rescue(pts__worker *w, pts_agent *stuck) {
   pts_pool *pool = w->pool;
   (void)round_end(w); /* agents[] changes */
-  /* Decide (migration step 1): a group each time, to the least loaded
-   * worker then (the placement counts move as groups leave). */
-  pthread_mutex_lock(&pool->mu); /* origin records: pinned */
+  /* Decide (migration step 1): each group to the least loaded worker,
+   * counting the groups sent before it. */
+  uint32_t planned[pool->n];
+  memset(planned, 0, sizeof planned);
+  pthread_mutex_lock(&pool->mu); /* origin records: pinned, agents */
   for (uint32_t i = 0; i < w->nagents; i++) {
     pts__origin *oe = w->arr->agents[i]->oe;
     if (oe == stuck->oe || oe->pinned != 0 || oe->mv_to != NULL) continue;
-    pts__worker *t = wd_target(w);
+    pts__worker *t = wd_target(w, planned);
     if (t == NULL) break;
+    planned[t->index] += oe->agents;
     group_request(w, oe, t, true);
   }
   pthread_mutex_unlock(&pool->mu);

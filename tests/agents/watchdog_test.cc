@@ -157,6 +157,38 @@ TEST_F(WatchdogTest, WithBalancingTheOtherGroupsLeaveTheStuckThread) {
   EXPECT_EQ(0, pts_pool_shutdown(pool));
 }
 
+// With more than one other thread, the rescued groups are spread over them
+// by load (each decision counts the groups sent before it).
+TEST_F(WatchdogTest, RescuedGroupsSpreadOverTheOtherThreads) {
+  pts_pool *pool = WatchdogPool(3, true, 1000000, nullptr);
+  pts_agent *hog = NewAgent(pool, "hog", 0);
+  std::vector<pts_agent *> ns;
+  for (int i = 0; i < 4; i++) {
+    char name[8];
+    std::snprintf(name, sizeof name, "n%d", i);
+    ns.push_back(NewAgent(pool, name, 0));
+  }
+  Blocker b;
+  ASSERT_TRUE(b.block(hog));
+  ASSERT_TRUE(wait_until([&] {
+    for (pts_agent *a : ns)
+      if (pts_agent_thread(a) == 0) return false;
+    return true;
+  }));
+  int on[3] = {0, 0, 0};
+  for (pts_agent *a : ns) on[pts_agent_thread(a)]++;
+  EXPECT_EQ(2, on[1]);
+  EXPECT_EQ(2, on[2]);
+  b.release.store(true);
+  for (pts_agent *a : ns) {
+    EXPECT_EQ(0, pts_agent_drain(a));
+    pts_agent_unref(a);
+  }
+  EXPECT_EQ(0, pts_agent_drain(hog));
+  pts_agent_unref(hog);
+  EXPECT_EQ(0, pts_pool_shutdown(pool));
+}
+
 // The host's remedy: the callback destroys the tenant, which takes effect
 // once the long step returns.
 TEST_F(WatchdogTest, TheCallbackMayDestroyTheAgent) {
