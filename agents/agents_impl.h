@@ -1,4 +1,4 @@
-/* agents/agents_impl.h: the private structures of the agents layer (pool.c,
+/* agents/agents_impl.h: the private structures of the agents layer (pool.c, worker.c, migrate.c, watchdog.c,
  * policy.c, remote.c). Nothing outside agents/ includes this.
  *
  * Ownership and threads (the invariants every file keeps):
@@ -19,6 +19,7 @@
 #define PTSCHED_AGENTS_IMPL_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -54,7 +55,7 @@ typedef struct pts__posted {
 
 #define PTS__NO_INDEX UINT32_MAX
 
-/* The most steps a worker runs between two readings of the clock (pool.c,
+/* The most steps a worker runs between two readings of the clock (worker.c,
  * "rounds"). */
 #define PTS__ROUND_MAX 32
 /* The longest quantum pts_pool_new accepts (1 s): longer would let one loop
@@ -64,7 +65,7 @@ typedef struct pts__posted {
 /* ---- control commands of a worker (add, destroy, shutdown) ---- */
 
 /* ADD: a new agent; DESTROY; MOVE: a same-origin group arriving from another
- * worker (migration protocol, pool.c); SHUTDOWN. */
+ * worker (migration protocol, migrate.c); SHUTDOWN. */
 enum { PTS__CTL_ADD = 1, PTS__CTL_DESTROY, PTS__CTL_MOVE, PTS__CTL_SHUTDOWN };
 
 /* Arrays of a worker, replaced whole when it grows (allocated by the creator
@@ -85,7 +86,7 @@ typedef struct pts__ctl {
 } pts__ctl;
 
 /* The pool's record of an origin placed on a thread: its group, the unit of
- * every move (pool.c, migration protocol). All its agents are on one worker,
+ * every move (migrate.c, migration protocol). All its agents are on one worker,
  * `thread`, or travel there together in one MOVE. */
 typedef struct pts__origin {
   struct pts__origin *next;
@@ -124,7 +125,7 @@ struct pts_agent {
   _Alignas(64) _Atomic uint32_t refs;
 
   /* The worker that owns the loop, or that it is moving to, and its index:
-   * written by a mover under the pool's mutex (migration protocol, pool.c),
+   * written by a mover under the pool's mutex (migration protocol, migrate.c),
    * read anywhere (relaxed; the protocol orders what matters). */
   _Atomic(pts__worker *) w;
   _Atomic int thread;
@@ -237,7 +238,7 @@ struct pts__worker {
   /* Placement bookkeeping, under the pool's mutex. */
   uint32_t norigins, nplaced, planned_cap;
 
-  /* Balancer (pool.c, "Balancer"): hungry is set while the worker has
+  /* Balancer (migrate.c, "Balancer"): hungry is set while the worker has
    * nothing ready and is about to park or parked (owner writes, others
    * read); invite = index + 1 of a worker that plans to give it a loop (the
    * giver writes it, this worker takes it); taker: the invited worker is
@@ -257,12 +258,12 @@ struct pts__worker {
   uint64_t rng[4];   /* randomized: xoshiro256** state */
   uint64_t frame_origin; /* time-partitioned: start of slot 0 */
   uint32_t nready;       /* agents whose last poll found a runnable task */
-  /* A group here may be ready to leave (pool.c, leave_groups): departures
+  /* A group here may be ready to leave (migrate.c, leave_groups): departures
    * wait for the worker loop's own point, where no other step is under way
    * and no agent is being iterated, since a departed agent may be freed by
    * its new worker at once. */
   bool mv_pending;
-  /* The worker's clock (pool.c, "rounds"): the last reading, the steps
+  /* The worker's clock (worker.c, "rounds"): the last reading, the steps
    * run since, by agent (r_agent[i] ran r_steps[i] of them; an agent
    * stepped twice in a row has one entry), and how many steps the next
    * round may have before the clock is read again. */
@@ -287,9 +288,9 @@ struct pts__worker {
   uint32_t q_table[PTS__Q_MAX_SLOTS], q_run[PTS__Q_MAX_SLOTS], q_span[PTS__Q_MAX_SLOTS];
   uint32_t q_len;
   uint64_t q_epoch_end;
-  uint64_t q_pass_run; /* quantized: the run whose padded pass ran (pool.c) */
+  uint64_t q_pass_run; /* quantized: the run whose padded pass ran (worker.c) */
 
-  /* The watchdog (pool.c, "Runaway tasks"; pts_pool_options.watchdog_ns).
+  /* The watchdog (watchdog.c, "Runaway tasks"; pts_pool_options.watchdog_ns).
    * wd_step: the step under way, 0 between steps (the owner's release store
    * before a step, seq_cst store of 0 after it): 2 x its count, plus 1 when
    * the watchdog may take the worker's other agents away during it (the
@@ -326,13 +327,60 @@ struct pts_pool {
   uint64_t next_id;     /* under mu */
   pts_agent *registry;  /* under mu */
   pts__origin *origins; /* under mu */
-  /* The watchdog thread (pool.c, "Runaway tasks"), if opts.watchdog_ns. */
+  /* The watchdog thread (watchdog.c, "Runaway tasks"), if opts.watchdog_ns. */
   pthread_t wd_tid;
   bool wd_started;
   bool wd_stop; /* under wd_mu */
   pthread_mutex_t wd_mu;
   pthread_cond_t wd_cv;
 };
+
+/* ---- between the pool's files: pool.c (the pool, placement, lifecycle,
+ * admission, statistics), worker.c (the worker thread's loop), migrate.c
+ * (group moves, the balancer), watchdog.c (runaway tasks) ---- */
+
+/* The watchdog's bounds on pts_pool_options.watchdog_ns. */
+#define PTS__WD_MIN_NS UINT64_C(100000)
+#define PTS__WD_MAX_NS UINT64_C(1000000000)
+
+/* A spin-wait's pause: the CPU's hint for the first 64 rounds, then the
+ * thread yields. */
+static inline void pts__cpu_relax(unsigned spins) {
+  if (spins < 64)
+    pts__cpu_pause();
+  else
+    sched_yield();
+}
+
+/* pool.c. The wake hook of every agent's loop (wake protocol, pool.c);
+ * pushes a control command to w's queue and unparks it; completes a's
+ * drain waiters (owner). */
+void pts__agent_wake(void *ctx);
+void pts__push_ctl(pts__worker *w, pts__ctl *c);
+void pts__drainers_complete(pts_agent *a, int status);
+/* worker.c, owner of w unless said: the thread's function; arrays for cap
+ * agents (any thread: made by whoever plans the room, so the worker never
+ * allocates); takes a out of w's policy, timer heap and agents[]; ends the
+ * round (reads the clock, charges the round's steps). */
+void *pts__worker_main(void *arg);
+pts__warrays *pts__warrays_new(uint32_t cap);
+void pts__agent_unplace(pts__worker *w, pts_agent *a);
+uint64_t pts__round_end(pts__worker *w);
+/* migrate.c, owner of w (migration protocol there): decide a group's move,
+ * take a member's wake token, let a group leave, the departure point; the
+ * balancer's tick, its giver's and its target's steps. */
+void pts__group_request(pts__worker *w, pts__origin *oe, pts__worker *t, bool by_balancer);
+void pts__group_take_token(pts__origin *oe, pts_agent *b);
+bool pts__group_try_leave(pts__worker *w, pts__origin *oe);
+void pts__leave_groups(pts__worker *w);
+void pts__balance_tick(pts__worker *w, uint64_t now);
+void pts__balance_give(pts__worker *w);
+void pts__balance_take(pts__worker *w);
+/* watchdog.c: its thread's start and stop (pool creation and shutdown),
+ * and the owner's wait for the watchdog's release after a step. */
+int pts__watchdog_start(pts_pool *pool);
+void pts__watchdog_stop(pts_pool *pool);
+void pts__wd_wait(pts__worker *w);
 
 /* The worker and agent the calling thread is running (NULL off the pool). */
 extern _Thread_local pts__worker *pts__tls_worker;
@@ -491,7 +539,7 @@ void pts__policy_remove(pts__worker *w, pts_agent *a);
  * decides again; 0: one step (pts_pool_options.quantum_ns). */
 uint64_t pts__policy_quantum(pts__worker *w, pts_agent *a);
 /* Charges a for cpu_ns of steps it ran earlier in the worker's round
- * (pool.c, rounds): fair's virtual runtime. Not for time-partitioned and
+ * (worker.c, rounds): fair's virtual runtime. Not for time-partitioned and
  * quantized, whose steps are charged one by one in pts__policy_update. */
 void pts__policy_charge(pts__worker *w, pts_agent *a, uint64_t cpu_ns);
 /* The agent to step now, or NULL; *until (in) UINT64_MAX, (out) when the

@@ -377,7 +377,7 @@ static pts_agent *quant_pick(pts__worker *w, uint64_t now, uint64_t *until) {
 
 /* Whether the slot starting at t (a boundary quant_pick handed out) has an
  * owner with work, or maybe (a deferred poll): the pool thread then wakes
- * early and spins to the boundary (pool.c, idle), so that owner's step
+ * early and spins to the boundary (worker.c, idle), so that owner's step
  * starts within the guard's start window. It reads the next owner's own
  * state only. */
 bool pts__quant_owner_ready(const pts__worker *w, uint64_t t) {

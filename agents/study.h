@@ -42,7 +42,7 @@ extern "C" {
 /* On the real clock a step of a long-step agent in a one-slot run can begin
  * only in the first slot - guard of it (31 us with the cap), while a timed park
  * wakes 50-250 us late (timer slack, VM), so the pool thread parks until a
- * little before a boundary whose owner has work and spins to it (pool.c,
+ * little before a boundary whose owner has work and spins to it (worker.c,
  * idle): the owner's step then starts in its slot. pts__quant_owner_ready
  * tells whether the slot starting at t has an owner with work (owner thread
  * of w only).

@@ -2,7 +2,7 @@
  * (agents/study.h): a single-threaded driver that runs the worker's policy
  * code (policy.c, unchanged) over real loops in virtual time.
  *
- * Invariant: the driver does what worker_main (pool.c) does, in the same
+ * Invariant: the driver does what worker_main (worker.c) does, in the same
  * order, with the clock replaced by a cost model: poll the loops that may
  * have changed, ask the policy for an agent, step its loop once, charge the
  * step's modelled cost to the clock and to the policy, re-file the agent.
@@ -93,7 +93,7 @@ void pts__vthread_free(pts__vthread *t) {
   pts__free(t);
 }
 
-/* Polls the agent's loop and files it (pool.c: refresh). */
+/* Polls the agent's loop and files it (worker.c: refresh). */
 static void refresh(pts__vthread *t, pts_agent *a, bool ran, uint64_t cost) {
   pts__tls_agent = a;
   int u = pts__loop_poll(a->loop, false);

@@ -793,7 +793,7 @@ TEST_F(PoolTest, APostThatWouldOutrankPlainOnesAheadOfItStillRunsFirst) {
 // A burst of an agent alone on its thread runs up to 1,024 steps, but looks
 // at the thread's control queue every 64: an agent added to the thread while
 // a stream of in-place posts runs starts its task within about 64 of the
-// stream's tasks, not at the end of the burst (agents/pool.c, BURST_LOOK).
+// stream's tasks, not at the end of the burst (agents/worker.c, BURST_LOOK).
 struct SpinCount {
   std::atomic<int> n{0};
 };
@@ -853,7 +853,7 @@ TEST_F(PoolTest, AnAgentAddedDuringABurstRunsWithinAFewOfItsTasks) {
 
 // A pts_agent_move request applied during a burst ends it, so the move
 // comes at the next step boundary, not up to 1,024 steps later at the
-// burst's end (agents/pool.c, run_step). The request sits behind 1,500
+// burst's end (agents/worker.c, run_step). The request sits behind 1,500
 // posts and ranks above them, so they do not run in place: the first few
 // steps apply the whole inbox, the request with it, and the move follows
 // within a few tasks while some 3,000 remain queued.
