@@ -1,5 +1,6 @@
-/* agents/agents_impl.h: the private structures of the agents layer (pool.c, worker.c, migrate.c, watchdog.c,
- * policy.c, remote.c). Nothing outside agents/ includes this.
+/* agents/agents_impl.h: the private structures of the agents layer (pool.c,
+ * worker.c, migrate.c, watchdog.c, policy.c, remote.c, controllers.c).
+ * Nothing outside agents/ includes this.
  *
  * Ownership and threads (the invariants every file keeps):
  * - A pts_pool owns its workers; a worker (one OS thread) owns the loops of the
@@ -546,9 +547,31 @@ void pts__policy_charge(pts__worker *w, pts_agent *a, uint64_t cpu_ns);
  * answer may change without any event (time-partitioned slot end). */
 pts_agent *pts__policy_pick(pts__worker *w, uint64_t now, uint64_t *until);
 
-/* ---- remote controllers and drains (remote.c), owner-thread ---- */
-/* Teardown: drop every registered controller (they become dead). */
+/* ---- remote controllers (controllers.c) ---- */
+/* A handle to a controller on an agent's loop (agents.h). Lifetime:
+ * controllers.c. */
+struct pts_remote_controller {
+  _Atomic uint32_t urefs;
+  _Atomic uint32_t refs;
+  pts_agent *agent; /* a reference */
+  int priority;     /* >= 0: TaskController; < 0: AbortController */
+  /* Agent's thread only. */
+  pts_controller *ctrl; /* the owner-side reference while registered */
+  bool registered, owner_done;
+  pts_remote_controller *next, *prev; /* the agent's registered list */
+  pts__command create_cmd, release_cmd;
+};
+
+/* Teardown, owner: drop every registered controller (they become dead). */
 void pts__agent_release_controllers(pts_agent *a);
+/* For a post with a controller (remote.c): one more reference (any
+ * thread), one less, and the controller itself, made on the agent's loop
+ * if its creation is still on the way (owner; NULL if it cannot be). */
+void pts__rc_hold(pts_remote_controller *rc);
+void pts__rc_drop(pts_remote_controller *rc);
+pts_controller *pts__rc_ensure(pts_remote_controller *rc);
+
+/* ---- drains (pool.c), owner-thread ---- */
 
 struct pts__drain_wait {
   pts__command cmd;

@@ -1,6 +1,6 @@
 /* agents/remote.c: operations on an agent from any thread: postTask with a
- * result callback (optionally delivered on another agent's loop), queueing an
- * ordinary task, and remote controllers (abort / setPriority from anywhere).
+ * result callback (optionally delivered on another agent's loop) and
+ * queueing an ordinary task; the remote controllers are in controllers.c.
  *
  * Every operation is one command pushed into the agent's loop inbox once
  * admitted (pts__agent_admit, pool.c), applied whole by the agent's thread between two
@@ -20,13 +20,6 @@
  *    signal; done gets the callback's result).
  * 4. There is no third state: the step that starts a task and the command
  *    that aborts it are serialised by the one thread that owns both.
- *
- * Remote controller lifetime. refs counts: one for all user references
- * (urefs), one for the owner side (the controller registered on the agent's
- * thread, or its creation still pending), one per command in flight. The
- * owner side ends once, on the agent's thread (owner_finalize): when the users
- * are gone (release command), when the agent is torn down, or when its
- * creation command is released. The struct is freed when refs reaches 0.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -40,242 +33,6 @@
 
 /* WebIDL [EnforceRange] unsigned long long: at most 2^53 - 1. */
 #define MAX_SAFE_INTEGER 9007199254740991LL
-
-/* ==== remote controllers ==== */
-
-struct pts_remote_controller {
-  _Atomic uint32_t urefs;
-  _Atomic uint32_t refs;
-  pts_agent *agent; /* a reference */
-  int priority;     /* >= 0: TaskController; < 0: AbortController */
-  /* Agent's thread only. */
-  pts_controller *ctrl; /* the owner-side reference while registered */
-  bool registered, owner_done;
-  pts_remote_controller *next, *prev; /* the agent's registered list */
-  pts__command create_cmd, release_cmd;
-};
-
-static void rc_drop(pts_remote_controller *rc) {
-  /* acq_rel: the last holder sees the others' writes before freeing. */
-  if (atomic_fetch_sub_explicit(&rc->refs, 1, memory_order_acq_rel) == 1) {
-    pts_agent_unref(rc->agent);
-    pts__free(rc);
-  }
-}
-
-static void rc_hold(pts_remote_controller *rc) {
-  atomic_fetch_add_explicit(&rc->refs, 1, memory_order_relaxed);
-}
-
-/* Agent's thread: the controller, created and registered on first use. NULL
- * if the owner side is over or creation failed. */
-static pts_controller *rc_ensure(pts_remote_controller *rc) {
-  if (rc->owner_done) return NULL;
-  if (rc->registered) return rc->ctrl;
-  pts_agent *a = rc->agent;
-  int r = rc->priority >= 0 ? pts_task_controller_new(a->loop, rc->priority, &rc->ctrl)
-                            : pts_abort_controller_new(a->loop, &rc->ctrl);
-  if (r != 0) return NULL;
-  rc->registered = true;
-  rc->prev = NULL;
-  rc->next = a->rcs;
-  if (a->rcs) a->rcs->prev = rc;
-  a->rcs = rc;
-  return rc->ctrl;
-}
-
-static void owner_finalize(pts_remote_controller *rc) {
-  if (rc->owner_done) return;
-  rc->owner_done = true;
-  if (rc->registered) {
-    pts_agent *a = rc->agent;
-    if (rc->prev)
-      rc->prev->next = rc->next;
-    else
-      a->rcs = rc->next;
-    if (rc->next) rc->next->prev = rc->prev;
-    rc->registered = false;
-    pts_controller_unref(rc->ctrl);
-    rc->ctrl = NULL;
-  }
-  rc_drop(rc); /* the owner side's reference */
-}
-
-void pts__agent_release_controllers(pts_agent *a) {
-  while (a->rcs != NULL) owner_finalize(a->rcs);
-}
-
-static int rc_alloc(pts_agent *a, int priority, uint32_t refs,
-                    pts_remote_controller **out) {
-  if (priority >= PTS_PRIORITY_COUNT) return PTS_ETYPE;
-  pts_remote_controller *rc = pts__calloc(1, sizeof *rc);
-  if (rc == NULL) return PTS_ENOMEM;
-  atomic_init(&rc->urefs, 1);
-  atomic_init(&rc->refs, refs);
-  pts_agent_ref(a);
-  rc->agent = a;
-  rc->priority = priority < 0 ? -1 : priority;
-  *out = rc;
-  return 0;
-}
-
-static void rc_free_unused(pts_remote_controller *rc) {
-  pts_agent_unref(rc->agent);
-  pts__free(rc);
-}
-
-int pts_remote_controller_new(pts_agent *a, int priority,
-                              pts_remote_controller **out) {
-  if (a == NULL || out == NULL) return PTS_EINVAL;
-  if (!pts__on_agent_thread(a)) return PTS_EFOREIGN;
-  if (a->dead) return PTS_ECLOSED;
-  pts_remote_controller *rc;
-  int r = rc_alloc(a, priority, 2, &rc);
-  if (r != 0) return r;
-  if (rc_ensure(rc) == NULL) {
-    rc_free_unused(rc);
-    return PTS_ENOMEM;
-  }
-  *out = rc;
-  return 0;
-}
-
-static void create_cmd(pts__command *cmd, int status) {
-  pts_remote_controller *rc = container_of(cmd, pts_remote_controller, create_cmd);
-  pts__agent_applied(rc->agent, PTS__RANK_OTHER);
-  /* A failed creation ends the owner side: later commands get PTS_ECLOSED. */
-  if (status != 0 || rc_ensure(rc) == NULL) owner_finalize(rc);
-  rc_drop(rc); /* the command's reference */
-}
-
-int pts_remote_controller_new_async(pts_agent *a, int priority,
-                                    pts_remote_controller **out) {
-  if (a == NULL || out == NULL) return PTS_EINVAL;
-  pts_remote_controller *rc;
-  int r = rc_alloc(a, priority, 3, &rc); /* users, owner side, create_cmd */
-  if (r != 0) return r;
-  rc->create_cmd.fn = create_cmd;
-  if (!pts__agent_send(a, &rc->create_cmd, PTS__RANK_OTHER)) {
-    rc_free_unused(rc);
-    return PTS_ECLOSED;
-  }
-  *out = rc;
-  return 0;
-}
-
-void pts_remote_controller_ref(pts_remote_controller *rc) {
-  if (rc) atomic_fetch_add_explicit(&rc->urefs, 1, memory_order_relaxed);
-}
-
-static void release_cmd(pts__command *cmd, int status) {
-  (void)status; /* applied or released, the owner side ends the same way */
-  pts_remote_controller *rc = container_of(cmd, pts_remote_controller, release_cmd);
-  pts__agent_applied(rc->agent, PTS__RANK_OTHER);
-  owner_finalize(rc);
-  rc_drop(rc); /* the users' reference */
-}
-
-void pts_remote_controller_unref(pts_remote_controller *rc) {
-  if (rc == NULL) return;
-  if (atomic_fetch_sub_explicit(&rc->urefs, 1, memory_order_acq_rel) != 1) return;
-  pts_agent *a = rc->agent;
-  rc->release_cmd.fn = release_cmd;
-  /* Our own reference to a for the push: the command may drop rc's, the
-   * last one, before the push returns. */
-  pts_agent_ref(a);
-  bool sent = pts__agent_send(a, &rc->release_cmd, PTS__RANK_OTHER);
-  /* Closed: its teardown (or the release of the pending creation command)
-   * ends the owner side. */
-  if (!sent) rc_drop(rc);
-  pts_agent_unref(a);
-}
-
-pts_controller *pts_remote_controller_get(pts_remote_controller *rc) {
-  if (rc == NULL || !pts__on_agent_thread(rc->agent)) return NULL;
-  return rc_ensure(rc);
-}
-
-typedef struct rc_op {
-  pts__command cmd;
-  pts_remote_controller *rc; /* a command reference */
-  bool is_abort;
-  bool has_reason;
-  int priority;
-  pts_value reason;
-  pts_task_fn done;
-  void *done_data;
-} rc_op;
-
-static void rc_op_cmd(pts__command *cmd, int status) {
-  rc_op *op = container_of(cmd, rc_op, cmd);
-  pts_remote_controller *rc = op->rc;
-  pts__agent_applied(rc->agent, PTS__RANK_OTHER);
-  pts__inbox_give(rc->agent, 1);
-  int r = PTS_ECLOSED;
-  if (status == 0) {
-    pts_controller *c = rc_ensure(rc);
-    if (c != NULL)
-      r = op->is_abort ? pts_controller_abort(c, op->has_reason ? &op->reason : NULL)
-                       : pts_controller_set_priority(c, op->priority);
-  }
-  if (op->has_reason) pts_value_release(op->reason);
-  pts_task_fn done = op->done;
-  void *done_data = op->done_data;
-  pts_loop *loop = rc->agent->loop;
-  pts__free(op);
-  rc_drop(rc);
-  if (done) {
-    pts__script_enter(loop);
-    done(done_data, r);
-    pts__script_leave(loop);
-  }
-}
-
-static int rc_send_op(pts_remote_controller *rc, rc_op *op) {
-  op->cmd.fn = rc_op_cmd;
-  op->rc = rc;
-  int r = PTS_EQUOTA;
-  if (pts__inbox_take(rc->agent)) {
-    rc_hold(rc);
-    /* The caller's reference to rc keeps its agent's. */
-    if (pts__agent_send(rc->agent, &op->cmd, PTS__RANK_OTHER)) return 0;
-    rc_drop(rc);
-    pts__inbox_give(rc->agent, 1);
-    r = PTS_ECLOSED;
-  }
-  if (op->has_reason) pts_value_release(op->reason);
-  pts__free(op);
-  return r;
-}
-
-int pts_remote_controller_abort(pts_remote_controller *rc, const pts_value *reason,
-                                pts_task_fn done, void *done_data) {
-  if (rc == NULL) return PTS_EINVAL;
-  /* A promise belongs to one loop: it cannot travel to another thread. */
-  if (reason != NULL && reason->kind == PTS_VALUE_PROMISE) return PTS_EINVAL;
-  rc_op *op = pts__calloc(1, sizeof *op);
-  if (op == NULL) return PTS_ENOMEM;
-  op->is_abort = true;
-  if (reason != NULL) {
-    op->has_reason = true;
-    op->reason = pts_value_copy(*reason);
-  }
-  op->done = done;
-  op->done_data = done_data;
-  return rc_send_op(rc, op);
-}
-
-int pts_remote_controller_set_priority(pts_remote_controller *rc, int priority,
-                                       pts_task_fn done, void *done_data) {
-  if (rc == NULL) return PTS_EINVAL;
-  if (priority < 0 || priority >= PTS_PRIORITY_COUNT) return PTS_ETYPE;
-  rc_op *op = pts__calloc(1, sizeof *op);
-  if (op == NULL) return PTS_ENOMEM;
-  op->priority = priority;
-  op->done = done;
-  op->done_data = done_data;
-  return rc_send_op(rc, op);
-}
 
 /* ==== postTask from any thread ==== */
 
@@ -330,7 +87,7 @@ _Static_assert(offsetof(xtask, handle) <= sizeof(pts_agent_task_req) &&
 
 static void xtask_free(xtask *x) {
   if (x->extras) {
-    if (x->rc) rc_drop(x->rc);
+    if (x->rc) pts__rc_drop(x->rc);
     if (x->reply_to) pts_agent_unref(x->reply_to);
   }
   pts__node_put(x); /* back to the poster's cache (sync/nodecache.h) */
@@ -556,7 +313,7 @@ static void xtask_cmd(pts__command *cmd, int status) {
     o.priority = x->priority;
     o.delay_ms = x->delay_ms;
     if (x->rc != NULL) {
-      pts_controller *c = rc_ensure(x->rc);
+      pts_controller *c = pts__rc_ensure(x->rc);
       if (c == NULL) {
         xtask_run(x, PTS_ECANCELED);
         return;
@@ -568,7 +325,7 @@ static void xtask_cmd(pts__command *cmd, int status) {
     r = pts_scheduler_post(a->sched, xtask_run, x, &o);
     /* The task's state holds the signal now; the controller may go. */
     if (x->rc != NULL) {
-      rc_drop(x->rc);
+      pts__rc_drop(x->rc);
       x->rc = NULL;
     }
   }
@@ -687,7 +444,7 @@ int pts_agent_post_task(pts_agent *a, const pts_agent_post_options *opts,
     return PTS_ECLOSED;
   }
   if (x->extras && reply_to) pts_agent_ref(reply_to);
-  if (x->extras && x->rc) rc_hold(x->rc);
+  if (x->extras && x->rc) pts__rc_hold(x->rc);
   pts__agent_push(a, &x->cmd);
   return 0;
 }
@@ -824,4 +581,3 @@ pts__command *pts__agent_run_command(pts_loop *loop, pts__command *cmd, pts__inb
   pts__scheduler_run_end(&run);
   return NULL;
 }
-
