@@ -24,6 +24,28 @@ uint64_t rb_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t work_iters = 1;
+static volatile uint64_t work_sink;
+
+void rb_work(void) {
+  uint64_t x = work_sink + 1;
+  for (uint64_t i = 0; i < work_iters; i++) x = x * 6364136223846793005u + 1442695040888963407u;
+  work_sink = x;
+}
+
+void rb_work_calibrate(uint64_t ns) {
+  work_iters = 100000;
+  uint64_t dt = UINT64_MAX;
+  for (int i = 0; i < 20; i++) {
+    uint64_t t0 = rb_now_ns();
+    rb_work();
+    uint64_t d = rb_now_ns() - t0;
+    if (d < dt) dt = d;
+  }
+  work_iters = dt ? (uint64_t)(100000.0 * (double)ns / (double)dt) : 1000;
+  if (work_iters == 0) work_iters = 1;
+}
+
 void rb_sleep_ns(uint64_t ns) {
   struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
   while (nanosleep(&ts, &ts) != 0) {

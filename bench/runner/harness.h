@@ -90,6 +90,13 @@ uint64_t rb_now_ns(void);
 void rb_spin_ns(uint64_t ns);
 /* Sleeps ns nanoseconds (restarted after a signal). */
 void rb_sleep_ns(uint64_t ns);
+/* A fixed computation (no clock read, no memory traffic) that takes about
+ * the ns given to rb_work_calibrate on this machine: a task's work whose
+ * length does not depend on when it is preempted, unlike rb_spin_ns. The
+ * calibration keeps the fastest of 20 timings (a preempted one is slower,
+ * never faster); call it once, before the threads that work start. */
+void rb_work_calibrate(uint64_t ns);
+void rb_work(void);
 /* Marks the first of the fields a stream's consuming thread writes on every
  * task (its counters): they start a cache line of their own, and the struct
  * ends on a line boundary, so nothing the posting thread reads shares a line

@@ -45,34 +45,10 @@ typedef struct probe {
   double *slot; /* start delay in ns, written on the agent's thread */
 } probe;
 
-static uint64_t work_iters = 1;
-static volatile uint64_t work_sink;
-
-static void work(void) {
-  uint64_t x = work_sink + 1;
-  for (uint64_t i = 0; i < work_iters; i++) x = x * 6364136223846793005u + 1442695040888963407u;
-  work_sink = x;
-}
-
-/* Iterations of work() that take WORK_NS here: the fastest of 20 timings
- * (a preempted one is slower, never faster). */
-static void calibrate(void) {
-  work_iters = 100000;
-  uint64_t dt = UINT64_MAX;
-  for (int i = 0; i < 20; i++) {
-    uint64_t t0 = rb_now_ns();
-    work();
-    uint64_t d = rb_now_ns() - t0;
-    if (d < dt) dt = d;
-  }
-  work_iters = dt ? (uint64_t)(100000.0 * WORK_NS / (double)dt) : 1000;
-  if (work_iters == 0) work_iters = 1;
-}
-
 static void hot_task(void *data, int status) {
   hot *h = data;
   if (status == 0 && atomic_load(&h->want)) {
-    work();
+    rb_work();
     atomic_fetch_add_explicit(&h->tasks, 1, memory_order_relaxed);
     if (pts_agent_queue_task(h->a, PTS_SOURCE_GENERIC, hot_task, h) == 0) return;
   }
@@ -319,7 +295,7 @@ static void record_target(rb_ctx *ctx, const char *key, const char *unit, const 
 }
 
 void rb_suite_balance(rb_ctx *ctx) {
-  calibrate();
+  rb_work_calibrate(WORK_NS);
   int phases = ctx->opt.quick ? 4 : 10; /* <= MAXPHASES */
   int runs = ctx->runs < MAXRUNS ? ctx->runs : MAXRUNS;
   static series sk_on, sk_off, ev_on, ev_off;

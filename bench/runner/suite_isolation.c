@@ -82,31 +82,6 @@
 
 typedef enum scen { SC_BOMB = 0, SC_FLOOD, SC_HOG, SC_BLOCKED, SC_NONE_HOG, SC_CAPACITY, SC_NONE_BOMB, SC_NONE_FLOOD, SC_BUSY } scen;
 
-/* ---- the calibrated work (a fixed computation, as the balance suite) ---- */
-
-static uint64_t work_iters = 1;
-static volatile uint64_t work_sink;
-
-static void work(void) {
-  uint64_t x = work_sink + 1;
-  for (uint64_t i = 0; i < work_iters; i++) x = x * 6364136223846793005u + 1442695040888963407u;
-  work_sink = x;
-}
-
-/* Iterations that take WORK_NS here: the fastest of 20 timings. */
-static void calibrate(void) {
-  work_iters = 100000;
-  uint64_t dt = UINT64_MAX;
-  for (int i = 0; i < 20; i++) {
-    uint64_t t0 = rb_now_ns();
-    work();
-    uint64_t d = rb_now_ns() - t0;
-    if (d < dt) dt = d;
-  }
-  work_iters = dt ? (uint64_t)(100000.0 * WORK_NS / (double)dt) : 1000;
-  if (work_iters == 0) work_iters = 1;
-}
-
 /* ---- memory of the process ---- */
 
 /* A field of /proc/self/status in bytes ("VmRSS", "VmHWM"); -1 if absent.
@@ -202,7 +177,7 @@ static void chain_task(void *data, int status) {
   }
   if (n->ran[w->idx] < 255) n->ran[w->idx]++;
   if (n->mode == NB_TIMED) n->start[w->idx] = rb_now_ns();
-  else work();
+  else rb_work();
   atomic_fetch_add_explicit(&n->done, 1, memory_order_relaxed);
   if (!atomic_load_explicit(&n->stop, memory_order_relaxed)) chain_post(n);
 }
@@ -742,7 +717,7 @@ static bool run_counted(scen s, uint64_t window_ns, run_out *o, tally *t) {
 static double ratio(double a, double b) { return b > 0 && a >= 0 ? a / b : -1; }
 
 void rb_suite_isolation(rb_ctx *ctx) {
-  calibrate();
+  rb_work_calibrate(WORK_NS);
   uint64_t win = ctx->opt.quick ? UINT64_C(100000000) : UINT64_C(300000000);
   int runs = ctx->runs < MAXRUNS ? ctx->runs : MAXRUNS;
   /* A hog or blocked run takes over a second: three rounds by default (one
