@@ -30,9 +30,7 @@
 #include "ptsched/agents.h"
 #include "sync/mpsc.h"
 #include "sync/parker.h"
-
-#define container_of(ptr, type, member) \
-  ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+#include "sync/intrusive.h"
 
 typedef struct pts__worker pts__worker;
 typedef struct pts__drain_wait pts__drain_wait;

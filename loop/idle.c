@@ -16,9 +16,7 @@
 #include <stdlib.h>
 
 #include "loop/loop_impl.h"
-
-#define container_of(ptr, type, member) \
-  ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+#include "sync/intrusive.h"
 
 /* spec (requestIdleCallback): the 50 ms cap of an idle period. */
 #define IDLE_PERIOD_MAX_NS (50u * 1000000u)

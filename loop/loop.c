@@ -45,9 +45,7 @@
 #include "loop/loop_impl.h"
 #include "sync/alloc.h"
 #include "sync/nodecache.h"
-
-#define container_of(ptr, type, member) \
-  ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+#include "sync/intrusive.h"
 
 /* The pool is bypassed under AddressSanitizer so it sees every block's
  * lifetime (a pooled block would hide a use after free). */

@@ -14,9 +14,7 @@
 
 #include "loop/loop_impl.h"
 #include "sync/alloc.h"
-
-#define container_of(ptr, type, member) \
-  ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+#include "sync/intrusive.h"
 
 /* ---- the heap ---- */
 

@@ -48,8 +48,7 @@
 #include "ptsched/scheduler.h"
 #include "sched/sched_internal.h"
 #include "sched/signal_internal.h"
-
-#define container_of(p, T, m) ((T *)(void *)((char *)(p) - offsetof(T, m)))
+#include "sync/intrusive.h"
 
 #define LEVELS 6
 #define NOT_IN_HEAP UINT32_MAX
