@@ -109,7 +109,16 @@ const CASES = {
     const tc = [];
     const ac = [];
     for (let b = 0; b < 41; b++) { tc.push(batch(TC)); ac.push(batch(AbortController)); }
-    return { value: median(tc), unit: 'ns/new', ac: median(ac) };
+    // Then, as a reference (after the measurement above, so it does not
+    // change it): an empty `class extends AbortController {}` against
+    // AbortController, the same way. V8 11.3 (Node 20) does not inline the
+    // super() call of any subclass of a class with fields (docs/node.md).
+    const Sub = class extends AbortController {};
+    for (let w = 0; w < 20; w++) { batch(Sub); batch(AbortController); }
+    const sub = [];
+    const ac2 = [];
+    for (let b = 0; b < 41; b++) { sub.push(batch(Sub)); ac2.push(batch(AbortController)); }
+    return { value: median(tc), unit: 'ns/new', ac: median(ac), sub_over_ac: median(sub) / median(ac2) };
   },
   // abort() of a pending task: N controllers with one pending task each
   // (its promise has a catch), then each aborted; ns per abort() call.
@@ -129,7 +138,16 @@ const CASES = {
     const ns = Number(process.hrtime.bigint() - t0);
     const cpu = cpuNs(c0);
     await Promise.all(ps);
-    return { value: ns / N, unit: 'ns/abort', cpu: cpu / N };
+    // Then, as a reference: Node's own part, N plain AbortControllers (signal
+    // read, no task, no listener) each aborted: the DOMException and the
+    // abort event that every abort() above also pays.
+    const acs = new Array(N);
+    for (let i = 0; i < N; i++) { acs[i] = new AbortController(); acs[i].signal; }
+    const t1 = process.hrtime.bigint();
+    const c1 = process.cpuUsage();
+    for (let i = 0; i < N; i++) acs[i].abort();
+    const ac = Number(process.hrtime.bigint() - t1) / N;
+    return { value: ns / N, unit: 'ns/abort', cpu: cpu / N, ac, ac_cpu: cpuNs(c1) / N };
   },
   // React's scheduler (SchedulerPostTask) shape: a TaskController per task
   // at the task's priority, postTask with its signal and a catch for the
@@ -151,7 +169,21 @@ const CASES = {
     }
     await Promise.all(ps);
     if (ran !== N - N / 10) throw new Error(`ran ${ran}`);
-    return { value: Number(process.hrtime.bigint() - t0) / N, unit: 'ns/task', cpu: cpuNs(c0) / N };
+    const value = Number(process.hrtime.bigint() - t0) / N;
+    const cpu = cpuNs(c0) / N;
+    // Then, as a reference: the same controllers, signals and aborts with no
+    // task posted (each signal kept, as a pending task keeps it above): what
+    // the objects alone cost, before any scheduling.
+    const keep = new Array(N);
+    const t1 = process.hrtime.bigint();
+    const c1 = process.cpuUsage();
+    for (let i = 0; i < N; i++) {
+      const controller = new api.TaskController({ priority: prios[i % 3] });
+      keep[i] = controller.signal;
+      if (i % 10 === 9) controller.abort();
+    }
+    const objects = Number(process.hrtime.bigint() - t1) / N;
+    return { value, unit: 'ns/task', cpu, objects, objects_cpu: cpuNs(c1) / N };
   },
   // Bytes per pending task: heap + external + native (RSS) growth over N
   // posted, not yet run tasks (one shared callback; promises kept).
@@ -258,7 +290,7 @@ function main() {
     const mb = median(b);
     const unit = (results[name].ptsched[0] || results[name].polyfill[0] || {}).unit;
     const extra = {};
-    for (const k of ['cpu', 'heap', 'external', 'per_task_ns', 'ac']) {
+    for (const k of ['cpu', 'heap', 'external', 'per_task_ns', 'ac', 'ac_cpu', 'sub_over_ac', 'objects', 'objects_cpu']) {
       if (results[name].ptsched[0] && k in results[name].ptsched[0]) {
         extra[k] = [median(results[name].ptsched.map((x) => x[k])),
                     median(results[name].polyfill.map((x) => x[k]))];
@@ -267,6 +299,16 @@ function main() {
     if (name === 'controller') {
       // The target is against Node's AbortController, in the binding's child.
       extra.tc_over_ac = [ma / median(results[name].ptsched.map((x) => x.ac)), 1];
+    }
+    // What the binding's own part of the case would have to fit in: the
+    // reference measured in its child (Node's abort() alone; the React
+    // shape's objects alone) over the polyfill's whole case.
+    const ref = { abort1: 'ac', react: 'objects' }[name];
+    if (ref && results[name].ptsched.length && results[name].polyfill.length) {
+      const pt = (k) => median(results[name].ptsched.map((x) => x[k]));
+      extra[`${ref}_over_polyfill`] = [pt(ref) / mb, 1];
+      extra[`${ref}_over_polyfill (cpu)`] = [
+        pt(`${ref}_cpu`) / median(results[name].polyfill.map((x) => x.cpu)), 1];
     }
     rows.push({ case: name, unit, ptsched: ma, polyfill: mb, ratio: ma / mb, runs: a.length, extra });
   }
