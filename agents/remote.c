@@ -188,11 +188,15 @@ static void adopt_cleanup(void *d) {
 }
 
 /* The embedder's callback, as script of its own (loop_internal.h). */
+/* Calls the task's callback with a status that is not 0 (it will not
+ * run): its place in the inbox limit goes back (the callback may free a
+ * caller's request: x is read before). */
 static pts_value xtask_call(xtask *x, int status) {
-  pts_loop *loop = x->agent->loop;
-  pts__script_enter(loop);
+  pts_agent *a = x->agent;
+  pts__script_enter(a->loop);
   pts_value v = x->cb(x->data, status);
-  pts__script_leave(loop);
+  pts__script_leave(a->loop);
+  pts__inbox_give(a, 1);
   return v;
 }
 
@@ -254,6 +258,7 @@ static inline void xtask_steps(xtask *x) {
   bool caller_owned = x->caller_owned;
   /* The scheduler runs this as script already (xtask_call would nest). */
   pts_value v = x->cb(x->data, 0);
+  pts__inbox_give(a, 1); /* the task ran: its place in the inbox limit goes back */
   /* As postTask's result promise: the callback's microtasks run before the
    * outcome is settled (the scheduler called this task as script, so the
    * clean-up is done here), and an abort they cause wins. */
@@ -296,7 +301,6 @@ static void xtask_cmd(pts__command *cmd, int status) {
   xtask *x = container_of(cmd, xtask, cmd);
   pts_agent *a = x->agent;
   pts__agent_applied(a, x->rank);
-  pts__inbox_give(a, 1);
   if (status != 0 || a->sched == NULL) {
     xtask_run(x, PTS_ECANCELED);
     return;
@@ -373,7 +377,6 @@ static void row_end(inplace_row *row) {
   pts_agent *a = row->a;
   a->applied += row->n;
   a->applied_rank[row->rank] += row->n;
-  pts__inbox_give(a, row->n);
   atomic_store_explicit(&a->st_applied, a->applied, memory_order_relaxed);
   pts__stat_add(&a->st_posts_enqueued, row->n);
   row->n = 0;
@@ -475,10 +478,12 @@ typedef struct xqueue {
 
 static void xqueue_run(void *d, int status) {
   xqueue *q = d;
+  pts_agent *a = q->agent;
   pts_task_fn fn = q->fn;
   void *data = q->data;
   pts__node_put(q);
   fn(data, status);
+  pts__inbox_give(a, 1); /* ran or released: its place in the inbox limit goes back */
 }
 
 /* Its rank (agents_impl.h): user input outranks every postTask; the other
@@ -490,7 +495,6 @@ static int xqueue_rank(const xqueue *q) {
 static void xqueue_cmd(pts__command *cmd, int status) {
   xqueue *q = container_of(cmd, xqueue, cmd);
   pts__agent_applied(q->agent, xqueue_rank(q));
-  pts__inbox_give(q->agent, 1);
   if (status == 0) {
     pts__task_init(&q->task, pts_loop_default_global(q->agent->loop), xqueue_run, q);
     if (pts__task_queue(&q->task, q->source) == 0) return;
@@ -530,7 +534,6 @@ static int xqueue_run_now(xqueue *q) {
   int rank = xqueue_rank(q);
   if (!may_run_in_place(a, rank)) return 0;
   pts__agent_applied(a, rank);
-  pts__inbox_give(a, 1);
   pts__stat_add(&a->st_queued_in_place, 1);
   pts_loop *loop = a->loop;
   (void)pts__loop_take_enqueue_order(loop); /* spec: the task was queued */

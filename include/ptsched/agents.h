@@ -88,14 +88,20 @@ typedef struct pts_agent_limits {
    * what it once used until it is freed). An allocation that would pass it
    * fails, and the call that made it returns PTS_EQUOTA. */
   uint64_t bytes;
-  /** Cross-thread commands in the agent's inbox, posted and not yet
-   * applied: pts_agent_post_task, pts_agent_post_task_req,
-   * pts_agent_queue_task, pts_remote_controller_abort and _set_priority
-   * (the replies of other agents' posts and controller creations and
-   * releases are not counted). A producer
-   * that finds it full gets PTS_EQUOTA at once (the post never blocks: a
-   * host sheds load or retries); moves, drains and destroys are never
-   * refused. */
+  /** Cross-thread work in flight: the commands of pts_agent_post_task,
+   * pts_agent_post_task_req, pts_agent_queue_task,
+   * pts_remote_controller_abort and _set_priority posted and not finished,
+   * whether they wait in the inbox or, applied, as tasks in the loop: a
+   * task's place goes back once its callback has run (or was called with
+   * an error status), a controller operation's once applied. So a flood
+   * from other threads holds at most this much of the agent's memory,
+   * whatever the agent's own pace. Replies of other agents' posts,
+   * controller creations and releases, moves, drains and destroys are not
+   * counted and never refused. A producer that finds it full gets
+   * PTS_EQUOTA at once: the post never blocks (a host sheds load or
+   * retries). Cross-thread tasks count in `tasks` too: set `tasks` to at
+   * least `inbox` plus the agent's own budget, so a flood cannot use up
+   * the agent's own posts. */
   uint64_t inbox;
 } pts_agent_limits;
 /** A limit that is off even when the pool sets a default. */
