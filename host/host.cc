@@ -17,11 +17,16 @@
 //    returned (tasks, timers, microtasks, messages, yields); at 0 every tenant
 //    is idle. A callback releases its count only after its JS ran, so work it
 //    queued is counted first.
+// 6. A pending callback's JS values (Call) are traced edges, not persistent
+//    roots: one tracer per context reaches them in major GCs, and minor GCs
+//    skip them but for the store buffer's entries, so their cost does not
+//    grow with the number of pending tasks.
 #include "host/host.h"
 
 #include <jsapi.h>
 #include <js/CompilationAndEvaluation.h>
 #include <js/Context.h>
+#include <js/ContextOptions.h>
 #include <js/Conversions.h>
 #include <js/ErrorReport.h>
 #include <js/Exception.h>
@@ -32,6 +37,8 @@
 #include <js/Realm.h>
 #include <js/SourceText.h>
 #include <js/Stack.h>
+#include <js/String.h>
+#include <js/TracingAPI.h>
 #include <js/Array.h>
 
 #include <atomic>
@@ -122,12 +129,18 @@ struct Host {
 };
 
 // A pending JS callback: postTask, yield, timers, microtasks, promise jobs.
+// Its JS values are JS::Heap edges, not roots (invariant 6): the thread's
+// tracer (trace_calls) reaches them in a major GC, and a minor GC finds the
+// ones that point into the nursery in its store buffer, so a pending call
+// costs a minor GC nothing. A call is made and freed on its tenant's thread
+// and sits on that thread's list (ThreadState.calls) in between.
 struct Call {
+  Call *prev = nullptr, *next = nullptr;  // ThreadState.calls
   Tenant *t;
-  JS::PersistentRooted<JSObject *> fn, promise;
+  JS::Heap<JSObject *> fn, promise;
   // A postTask's outcome, kept until its library promise settles
   // (post_settle): what the callback returned or threw.
-  JS::PersistentRooted<JS::Value> result;
+  JS::Heap<JS::Value> result;
   bool threw = false;
   bool settled = false;        // the JS promise is settled
   bool reacted = false;        // post_settle ran
@@ -135,7 +148,10 @@ struct Call {
   pts_promise *cp = nullptr;   // the library's result promise (a reference)
   int refs = 0;  // a postTask: its callback and its reaction's cleanup
   uint64_t timer_id = 0;
-  Call(Tenant *tt, JSContext *cx) : t(tt), fn(cx), promise(cx), result(cx) {}
+  explicit Call(Tenant *tt);
+  ~Call();
+  Call(const Call &) = delete;
+  Call &operator=(const Call &) = delete;
 };
 
 // ---- output and errors ----
@@ -389,7 +405,7 @@ class HostJobQueue final : public JS::JobQueue {
                          JS::HandleObject, JS::HandleObject) override {
     Tenant *t = tenant_of(cx);
     if (!t || !t->alive) return true;  // a realm being torn down: dropped
-    auto *c = new Call(t, cx);
+    auto *c = new Call(t);
     c->fn = job;
     t->host->hold();
     if (pts_queue_microtask(t->loop, run_call_as_job, c) != 0) {
@@ -431,12 +447,43 @@ void on_rejection(JSContext *cx, bool, JS::HandleObject promise,
 struct ThreadState {
   JSContext *cx = nullptr;
   HostJobQueue *queue = nullptr;
-  ~ThreadState() {
-    if (cx) JS_DestroyContext(cx);
-    delete queue;
-  }
+  Call *calls = nullptr;  // the live calls of this thread's tenants
+  ~ThreadState();
 };
 thread_local ThreadState tls;
+
+Call::Call(Tenant *tt) : t(tt) {
+  next = tls.calls;
+  if (next) next->prev = this;
+  tls.calls = this;
+}
+
+Call::~Call() {
+  if (prev) {
+    prev->next = next;
+  } else {
+    tls.calls = next;
+  }
+  if (next) next->prev = prev;
+}
+
+// The calls' edges, for major GCs (the engine calls no embedder tracer in a
+// minor GC; invariant 6).
+void trace_calls(JSTracer *trc, void *data) {
+  for (Call *c = static_cast<ThreadState *>(data)->calls; c; c = c->next) {
+    JS::TraceEdge(trc, &c->fn, "Call.fn");
+    JS::TraceEdge(trc, &c->promise, "Call.promise");
+    JS::TraceEdge(trc, &c->result, "Call.result");
+  }
+}
+
+ThreadState::~ThreadState() {
+  if (cx) {
+    JS_RemoveExtraGCRootsTracer(cx, trace_calls, this);
+    JS_DestroyContext(cx);
+  }
+  delete queue;
+}
 
 JSContext *thread_cx() {
   if (tls.cx) return tls.cx;
@@ -448,7 +495,17 @@ JSContext *thread_cx() {
   JS_SetGCParameter(cx, JSGC_MAX_BYTES, 0xffffffff);
   // Pool threads have the default 8 MiB stack; stay well inside it.
   JS_SetNativeStackQuota(cx, 1024 * 1024);
+  // No allocation and resolution stacks on promises (SpiderMonkey's
+  // default captures both for every promise: about 3,400 instructions of
+  // the 20,000 a postTask cost, host/bench/tasks.js under callgrind), only
+  // for a realm a debugger observes, as Firefox does. Error stacks keep
+  // their synchronous frames; "async*" frames across an await are gone.
+  JS::ContextOptionsRef(cx).setAsyncStackCaptureDebuggeeOnly(true);
   if (!JS::InitSelfHostedCode(cx)) {
+    JS_DestroyContext(cx);
+    return nullptr;
+  }
+  if (!JS_AddExtraGCRootsTracer(cx, trace_calls, &tls)) {
     JS_DestroyContext(cx);
     return nullptr;
   }
@@ -553,7 +610,7 @@ pts_value post_cb(void *data, int status) {
     t->running = c;
     JSContext *cx = t->cx;
     JSAutoRealm ar(cx, t->gobj);
-    JS::RootedValue f(cx, JS::ObjectValue(*c->fn)), v(cx);
+    JS::RootedValue f(cx, JS::ObjectValue(*c->fn.get())), v(cx);
     if (JS::Call(cx, JS::UndefinedHandleValue, f, JS::HandleValueArray::empty(), &v)) {
       c->result = v;
     } else if (JS_IsExceptionPending(cx) && JS_GetPendingException(cx, &v)) {
@@ -634,6 +691,17 @@ bool priority_arg(JSContext *cx, JS::HandleValue v, int *out) {
   if (v.isUndefined()) {
     *out = PTS_PRIORITY_UNSET;
     return true;
+  }
+  // Compared in place: no copy of the string on a postTask's path.
+  if (v.isString()) {
+    for (int p = 0; p < PTS_PRIORITY_COUNT; p++) {
+      bool match;
+      if (!JS_StringEqualsAscii(cx, v.toString(), pts_priority_name(p), &match)) return false;
+      if (match) {
+        *out = p;
+        return true;
+      }
+    }
   }
   std::string s = v.isString() ? to_utf8(cx, v) : std::string();
   pts_priority p;
@@ -843,7 +911,7 @@ NATIVE(n_postTask) {
   o.delay_ms = args.get(3).isNumber() ? static_cast<int64_t>(args.get(3).toNumber()) : 0;
   JS::RootedObject p(cx, JS::NewPromiseObject(cx, nullptr));
   if (!p) return false;
-  auto *c = new Call(t, cx);
+  auto *c = new Call(t);
   c->fn = &args.get(0).toObject();
   c->promise = p;
   // Two holders: post_cb, and post_cleanup, the reaction's. Set
@@ -904,7 +972,7 @@ NATIVE(n_yield) {
     args.rval().setObject(*p);
     return true;
   }
-  auto *c = new Call(t, cx);
+  auto *c = new Call(t);
   c->promise = p;
   rc = pts_promise_then(yp, yield_ok, yield_fail, c, yield_done, nullptr);
   pts_promise_unref(yp);
@@ -921,7 +989,7 @@ NATIVE(n_setTimeout) {
   ARGS;
   if (!args.get(0).isObject()) return throw_code(cx, PTS_ETYPE, "callback");
   double ms = args.get(1).isNumber() ? args.get(1).toNumber() : 0;
-  auto *c = new Call(t, cx);
+  auto *c = new Call(t);
   c->fn = &args.get(0).toObject();
   int rc = pts_timer_start(t->global, static_cast<uint64_t>(ms), timer_fn, c, &c->timer_id);
   if (rc != 0) {
@@ -952,7 +1020,7 @@ NATIVE(n_clearTimeout) {
 NATIVE(n_queueMicrotask) {
   ARGS;
   if (!args.get(0).isObject()) return throw_code(cx, PTS_ETYPE, "callback");
-  auto *c = new Call(t, cx);
+  auto *c = new Call(t);
   c->fn = &args.get(0).toObject();
   t->host->hold();
   int rc = pts_queue_microtask(t->loop, run_call_as_job, c);
