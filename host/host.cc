@@ -16,7 +16,10 @@
 // 5. Host.pending counts every callback handed to the library and not yet
 //    returned (tasks, timers, microtasks, messages, yields); at 0 every tenant
 //    is idle. A callback releases its count only after its JS ran, so work it
-//    queued is counted first.
+//    queued is counted first. What a tenant queues for itself is counted in
+//    Tenant.pending on its own thread, which holds one Host count while not
+//    0 (hold(Tenant *)); the start and teardown calls and messages, sent
+//    from other threads, count in Host.pending directly.
 // 6. A pending callback's JS values (Call) are traced edges, not persistent
 //    roots: one tracer per context reaches them in major GCs, and minor GCs
 //    skip them but for the store buffer's entries, so their cost does not
@@ -82,8 +85,10 @@ struct JsBox {
   JS::PersistentRooted<JS::Value> v;
 };
 
-struct Tenant {
+// Aligned: the tenants of two threads do not share a cache line.
+struct alignas(64) Tenant {
   Host *host = nullptr;
+  long pending = 0;  // its own callbacks not yet returned (hold(Tenant *))
   size_t index = 0;
   std::string name, filename, source;
   pts_agent *agent = nullptr;
@@ -127,6 +132,17 @@ struct Host {
     cv.wait(g, [this] { return pending.load(std::memory_order_acquire) == 0; });
   }
 };
+
+// Invariant 5 per tenant: the callbacks a tenant's own code handed to the
+// library are counted in Tenant.pending, on its thread only, and the tenant
+// holds one count of Host.pending while its own is not 0. So a busy thread
+// does not write the line all threads share once per callback.
+void hold(Tenant *t) {
+  if (t->pending++ == 0) t->host->hold();
+}
+void release(Tenant *t) {
+  if (--t->pending == 0) t->host->release();
+}
 
 // A pending JS callback: postTask, yield, timers, microtasks, promise jobs.
 // Its JS values are JS::Heap edges, not roots (invariant 6): the thread's
@@ -407,9 +423,9 @@ class HostJobQueue final : public JS::JobQueue {
     if (!t || !t->alive) return true;  // a realm being torn down: dropped
     auto *c = new Call(t);
     c->fn = job;
-    t->host->hold();
+    hold(t);
     if (pts_queue_microtask(t->loop, run_call_as_job, c) != 0) {
-      t->host->release();
+      release(t);
       delete c;
       JS_ReportOutOfMemory(cx);
       return false;
@@ -537,7 +553,7 @@ void run_call_as_job(void *data, int status) {
     reap(t);
   }
   delete c;
-  t->host->release();
+  release(t);
 }
 
 // postTask is the library's promise form (pts_scheduler_post_task), which
@@ -561,11 +577,11 @@ void run_call_as_job(void *data, int status) {
 void post_unref(void *data) {
   auto *c = static_cast<Call *>(data);
   if (--c->refs > 0) return;
-  Host *h = c->t->host;
-  if (c->t->running == c) c->t->running = nullptr;
+  Tenant *t = c->t;
+  if (t->running == c) t->running = nullptr;
   if (c->cp && !c->loop_freed) pts_promise_unref(c->cp);
   delete c;
-  h->release();
+  release(t);
 }
 
 // The reaction's cleanup. Without the reaction having run, the loop is
@@ -663,9 +679,9 @@ pts_value yield_ok(void *data, pts_value arg) { return yield_settle(static_cast<
 pts_value yield_fail(void *data, pts_value arg) { return yield_settle(static_cast<Call *>(data), arg, false); }
 void yield_done(void *data) {
   auto *c = static_cast<Call *>(data);
-  Host *h = c->t->host;
+  Tenant *t = c->t;
   delete c;
-  h->release();
+  release(t);
 }
 
 void timer_fn(void *data, int status) {
@@ -929,7 +945,7 @@ NATIVE(n_postTask) {
     args.rval().setObject(*p);
     return true;
   }
-  t->host->hold();
+  hold(t);
   c->cp = cp;  // post_unref drops the reference
   if (pts_promise_get_state(cp) == PTS_PROMISE_REJECTED) post_reject(c);
   rc = pts_promise_then(cp, post_settle, post_settle, c, post_cleanup, nullptr);
@@ -980,7 +996,7 @@ NATIVE(n_yield) {
     delete c;
     return throw_code(cx, rc);
   }
-  t->host->hold();
+  hold(t);
   args.rval().setObject(*p);
   return true;
 }
@@ -996,7 +1012,7 @@ NATIVE(n_setTimeout) {
     delete c;
     return throw_code(cx, rc);
   }
-  t->host->hold();
+  hold(t);
   t->timers[c->timer_id] = c;
   args.rval().setNumber(static_cast<double>(c->timer_id));
   return true;
@@ -1012,7 +1028,7 @@ NATIVE(n_clearTimeout) {
   if (pts_timer_cancel(t->global, id) == 0) {
     delete it->second;
     t->timers.erase(it);
-    t->host->release();
+    release(t);
   }
   return true;
 }
@@ -1022,10 +1038,10 @@ NATIVE(n_queueMicrotask) {
   if (!args.get(0).isObject()) return throw_code(cx, PTS_ETYPE, "callback");
   auto *c = new Call(t);
   c->fn = &args.get(0).toObject();
-  t->host->hold();
+  hold(t);
   int rc = pts_queue_microtask(t->loop, run_call_as_job, c);
   if (rc != 0) {
-    t->host->release();
+    release(t);
     delete c;
     return throw_code(cx, rc);
   }
