@@ -18,8 +18,8 @@
 //    is idle. A callback releases its count only after its JS ran, so work it
 //    queued is counted first. What a tenant queues for itself is counted in
 //    Tenant.pending on its own thread, which holds one Host count while not
-//    0 (hold(Tenant *)); the start and teardown calls and messages, sent
-//    from other threads, count in Host.pending directly.
+//    0 (hold(Tenant *)); the setup, start and teardown calls and messages,
+//    sent from other threads, count in Host.pending directly.
 // 6. A pending callback's JS values (Call) are traced edges, not persistent
 //    roots: one tracer per context reaches them in major GCs, and minor GCs
 //    skip them but for the store buffer's entries, so their cost does not
@@ -48,6 +48,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -98,6 +99,7 @@ struct alignas(64) Tenant {
   pts_scheduler *sched = nullptr;
   JSContext *cx = nullptr;
   bool alive = false;
+  bool ready = false;  // setup_fn made the realm and ran the prelude
   uint64_t t0 = 0;
   JS::PersistentRooted<JSObject *> gobj, fire, make_error, deliver;
   std::unordered_map<pts_error *, std::unique_ptr<ErrEntry>> errs;
@@ -117,8 +119,15 @@ struct Host {
   Options opts;
   std::vector<std::unique_ptr<Tenant>> tenants;
   std::atomic<long> pending{0};
+  // The pool threads' CPU time from their first start task to their first
+  // teardown (Timing.run_cpu_ns).
+  std::atomic<uint64_t> run_cpu_ns{0};
   std::mutex mu;
   std::condition_variable cv;
+  // run() is posting the start tasks; messages sent meanwhile wait in
+  // early (both under mu) and run() posts them after the last start task.
+  std::atomic<bool> starting{false};
+  std::vector<struct Msg *> early;
   void hold() { pending.fetch_add(1, std::memory_order_relaxed); }
   void release() {
     // acq_rel: the waiter reads tenant state written before the release.
@@ -169,6 +178,14 @@ struct Call {
   Call(const Call &) = delete;
   Call &operator=(const Call &) = delete;
 };
+
+uint64_t clock_ns(clockid_t id) {
+  timespec ts;
+  clock_gettime(id, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+uint64_t mono_ns() { return clock_ns(CLOCK_MONOTONIC); }
+uint64_t thread_cpu_ns() { return clock_ns(CLOCK_THREAD_CPUTIME_ID); }
 
 // ---- output and errors ----
 
@@ -464,6 +481,8 @@ struct ThreadState {
   JSContext *cx = nullptr;
   HostJobQueue *queue = nullptr;
   Call *calls = nullptr;  // the live calls of this thread's tenants
+  bool timing = false;    // between the first start task and teardown
+  uint64_t cpu0 = 0;      // the thread's CPU time at that start task
   ~ThreadState();
 };
 thread_local ThreadState tls;
@@ -1125,11 +1144,23 @@ NATIVE(n_postMessage) {
   }
   if (!to) return throw_code(cx, PTS_ENOTFOUND, ("no tenant named " + name).c_str());
   auto *m = new Msg{to, t->name, to_utf8(cx, args.get(1))};
-  t->host->hold();
-  int rc = pts_agent_post_task(to->agent, nullptr, msg_fn, m, nullptr, nullptr, nullptr);
+  Host *h = t->host;
+  h->hold();
+  int rc = 0;
+  // While the start tasks are being posted, a message waits for run() to
+  // send it after them: its target's start task is then ahead of it in its
+  // inbox (one producer), so the target's script has set onmessage.
+  if (h->starting.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> g(h->mu);
+    if (h->starting.load(std::memory_order_relaxed)) {
+      h->early.push_back(m);
+      m = nullptr;
+    }
+  }
+  if (m) rc = pts_agent_post_task(to->agent, nullptr, msg_fn, m, nullptr, nullptr, nullptr);
   if (rc != 0) {
     delete m;
-    t->host->release();
+    h->release();
     return throw_code(cx, rc);
   }
   args.rval().setUndefined();
@@ -1187,9 +1218,10 @@ bool get_fn(JSContext *cx, JS::HandleObject hooks, const char *name,
   return true;
 }
 
-// The tenant's first task, on its pool thread: context, realm, prelude,
-// script.
-pts_value start_fn(void *data, int status) {
+// The tenant's first task, on its pool thread: context, realm, prelude.
+// Every tenant is set up before any script starts (run()), so the window
+// from the scripts' start to idle holds no realm making (Timing.run_ns).
+pts_value setup_fn(void *data, int status) {
   auto *t = static_cast<Tenant *>(data);
   Host *h = t->host;
   if (status != 0) {
@@ -1240,20 +1272,36 @@ pts_value start_fn(void *data, int status) {
            get_fn(cx, hooks, "makeError", &t->make_error) &&
            get_fn(cx, hooks, "deliver", &t->deliver);
     }
-    if (!ok) {
-      report_pending(t);
-    } else {
-      JS::RootedValue rv(cx);
-      for (const auto &pre : h->opts.preload) {
-        if (!evaluate(cx, pre.first.c_str(), pre.second.data(), pre.second.size(), &rv)) {
-          ok = false;
-          report_pending(t);
-          break;
-        }
-      }
-      if (ok && !evaluate(cx, t->filename.c_str(), t->source.data(), t->source.size(), &rv)) {
+    if (!ok) report_pending(t);
+    t->ready = ok;
+    reap(t);
+  }
+  h->release();
+  return pts_undefined();
+}
+
+// The tenant's start task: the preloads, then its script.
+pts_value start_fn(void *data, int status) {
+  auto *t = static_cast<Tenant *>(data);
+  Host *h = t->host;
+  if (!tls.timing) {
+    tls.timing = true;
+    tls.cpu0 = thread_cpu_ns();
+  }
+  if (status == 0 && t->alive && t->ready) {
+    JSContext *cx = t->cx;
+    JSAutoRealm ar(cx, t->gobj);
+    JS::RootedValue rv(cx);
+    bool ok = true;
+    for (const auto &pre : h->opts.preload) {
+      if (!evaluate(cx, pre.first.c_str(), pre.second.data(), pre.second.size(), &rv)) {
+        ok = false;
         report_pending(t);
+        break;
       }
+    }
+    if (ok && !evaluate(cx, t->filename.c_str(), t->source.data(), t->source.size(), &rv)) {
+      report_pending(t);
     }
     reap(t);
   }
@@ -1266,6 +1314,10 @@ pts_value start_fn(void *data, int status) {
 void teardown_fn(void *data, int status) {
   auto *t = static_cast<Tenant *>(data);
   Host *h = t->host;
+  if (tls.timing) {
+    tls.timing = false;
+    h->run_cpu_ns.fetch_add(thread_cpu_ns() - tls.cpu0, std::memory_order_relaxed);
+  }
   if (status == 0 && t->alive) {
     JSContext *cx = t->cx;
     {
@@ -1319,7 +1371,7 @@ uint64_t delay_quantile(const pts_agent_stats &s, double q) {
 }
 
 int run(const Options &opts, const std::vector<TenantSpec> &specs,
-        std::vector<Result> *results) {
+        std::vector<Result> *results, Timing *timing) {
   Host h;
   h.opts = opts;
   pts_pool_options po = {};
@@ -1348,14 +1400,41 @@ int run(const Options &opts, const std::vector<TenantSpec> &specs,
     pts_agent_set_delay_stats(t->agent, true);
     h.tenants.push_back(std::move(t));
   }
+  Timing tm;
+  uint64_t at = mono_ns();
   if (rc == 0) {
-    for (auto &t : h.tenants) {
-      h.hold();
-      if (pts_agent_post_task(t->agent, nullptr, start_fn, t.get(), nullptr, nullptr, nullptr) != 0) {
-        h.release();
+    // Every realm first, then every script: the run's window (Timing.run_ns)
+    // starts with all tenants ready.
+    for (pts_task_callback fn : {setup_fn, start_fn}) {
+      if (fn == start_fn) h.starting.store(true, std::memory_order_release);
+      for (auto &t : h.tenants) {
+        h.hold();
+        if (pts_agent_post_task(t->agent, nullptr, fn, t.get(), nullptr, nullptr, nullptr) != 0) {
+          h.release();
+        }
       }
+      if (fn == start_fn) {
+        // Posted under mu, so a sender's later messages, sent directly
+        // once starting is false, stay behind its early ones.
+        size_t lost = 0;
+        {
+          std::lock_guard<std::mutex> g(h.mu);
+          h.starting.store(false, std::memory_order_relaxed);
+          for (Msg *m : h.early) {
+            if (pts_agent_post_task(m->to->agent, nullptr, msg_fn, m, nullptr, nullptr, nullptr) != 0) {
+              delete m;
+              lost++;
+            }
+          }
+          h.early.clear();
+        }
+        while (lost-- > 0) h.release();  // not under mu: release may take it
+      }
+      h.wait_idle();
+      uint64_t now = mono_ns();
+      (fn == setup_fn ? tm.setup_ns : tm.run_ns) = now - at;
+      at = now;
     }
-    h.wait_idle();
     // The teardown is not a task (it would count as one): it runs at the
     // tenant's next inbox drain.
     for (auto &t : h.tenants) {
@@ -1366,6 +1445,9 @@ int run(const Options &opts, const std::vector<TenantSpec> &specs,
     }
     h.wait_idle();
   }
+  tm.teardown_ns = mono_ns() - at;
+  tm.run_cpu_ns = h.run_cpu_ns.load(std::memory_order_relaxed);
+  if (timing) *timing = tm;
   // The counters of a step are added when the step ends, after the callback
   // that released the last pending count: read them once the agent is
   // destroyed, when no step of it can be running.

@@ -175,7 +175,7 @@ TEST(Host, MessagesCrossTenantsAndThreads) {
   // Each message is a postTask through the target's inbox, timed.
   uint64_t n = 0;
   for (uint64_t c : rs[1].stats.delay_hist) n += c;
-  EXPECT_EQ(n, 6u);  // the start task and five messages
+  EXPECT_EQ(n, 7u);  // the setup and start tasks and five messages
 }
 
 TEST(Host, RealmsAreIsolated) {
@@ -404,8 +404,10 @@ TEST(Program, ExitStatusAndStatistics) {
   out = shell("host/ptsched-host --threads 2 --bench " + dir + "/ok.js " + dir + "/ok.js 2>&1", &st);
   EXPECT_EQ(st, 0) << out;
   EXPECT_NE(out.find("bench tenants=2 threads=2 wall_ms="), std::string::npos) << out;
-  // Each tenant ran its start task and its postTask; the teardown is no task.
-  EXPECT_NE(out.find(" tasks=4 "), std::string::npos) << out;
+  // Each tenant ran its setup and start tasks and its postTask; the
+  // teardown is no task.
+  EXPECT_NE(out.find(" tasks=6 "), std::string::npos) << out;
+  EXPECT_NE(out.find(" run_ms="), std::string::npos) << out;
   out = shell("host/ptsched-host --policy nonsense x.js 2>&1", &st);
   EXPECT_NE(st, 0) << out;
 }
