@@ -172,7 +172,11 @@ struct Call {
   bool loop_freed = false;     // the loop frees cp (post_cleanup)
   pts_promise *cp = nullptr;   // the library's result promise (a reference)
   int refs = 0;  // a postTask: its callback and its reaction's cleanup
-  uint64_t timer_id = 0;
+  uint64_t timer_id = 0;   // the library's id of its armed timer
+  uint64_t public_id = 0;  // a timer's id in JS (Tenant.timers' key)
+  uint64_t interval = 0;   // setInterval's delay in ms, re-armed after each run
+  bool repeat = false;     // setInterval
+  bool cleared = false;    // clearInterval from its own callback
   explicit Call(Tenant *tt);
   ~Call();
   Call(const Call &) = delete;
@@ -562,15 +566,18 @@ void call_reporting(Tenant *t, JS::HandleObject fn) {
   }
 }
 
+void run_call(Call *c) {
+  Tenant *t = c->t;
+  JSAutoRealm ar(t->cx, t->gobj);
+  JS::RootedObject fn(t->cx, c->fn);
+  call_reporting(t, fn);
+  reap(t);
+}
+
 void run_call_as_job(void *data, int status) {
   auto *c = static_cast<Call *>(data);
   Tenant *t = c->t;
-  if (status == 0 && t->alive) {
-    JSAutoRealm ar(t->cx, t->gobj);
-    JS::RootedObject fn(t->cx, c->fn);
-    call_reporting(t, fn);
-    reap(t);
-  }
+  if (status == 0 && t->alive) run_call(c);
   delete c;
   release(t);
 }
@@ -703,10 +710,27 @@ void yield_done(void *data) {
   release(t);
 }
 
+// A timer's task. An interval is re-armed after its callback returns,
+// unless it was cleared meanwhile (Call.cleared), with the same JS id; it
+// keeps its pending count until then, so a tenant with an interval running
+// is not idle (as in Node).
 void timer_fn(void *data, int status) {
   auto *c = static_cast<Call *>(data);
-  c->t->timers.erase(c->timer_id);
-  run_call_as_job(data, status);
+  Tenant *t = c->t;
+  if (c->repeat && status == 0 && t->alive) {
+    run_call(c);
+    if (!c->cleared && t->alive &&
+        pts_timer_start(t->global, c->interval, timer_fn, c, &c->timer_id) == 0) {
+      return;
+    }
+  }
+  t->timers.erase(c->public_id);
+  if (c->repeat) {
+    delete c;
+    release(t);
+  } else {
+    run_call_as_job(data, status);
+  }
 }
 
 // ---- the natives the prelude calls (native.*) ----
@@ -1020,20 +1044,26 @@ NATIVE(n_yield) {
   return true;
 }
 
+// setTimeout(callback, ms, repeat): setInterval when repeat is true. The
+// JS id is the library's id of the first timer; one id space for both, so
+// clearTimeout clears an interval and clearInterval a timeout (HTML).
 NATIVE(n_setTimeout) {
   ARGS;
   if (!args.get(0).isObject()) return throw_code(cx, PTS_ETYPE, "callback");
   double ms = args.get(1).isNumber() ? args.get(1).toNumber() : 0;
   auto *c = new Call(t);
   c->fn = &args.get(0).toObject();
-  int rc = pts_timer_start(t->global, static_cast<uint64_t>(ms), timer_fn, c, &c->timer_id);
+  c->repeat = args.get(2).isTrue();
+  c->interval = static_cast<uint64_t>(ms);
+  int rc = pts_timer_start(t->global, c->interval, timer_fn, c, &c->timer_id);
   if (rc != 0) {
     delete c;
     return throw_code(cx, rc);
   }
   hold(t);
-  t->timers[c->timer_id] = c;
-  args.rval().setNumber(static_cast<double>(c->timer_id));
+  c->public_id = c->timer_id;
+  t->timers[c->public_id] = c;
+  args.rval().setNumber(static_cast<double>(c->public_id));
   return true;
 }
 
@@ -1044,10 +1074,13 @@ NATIVE(n_clearTimeout) {
   uint64_t id = static_cast<uint64_t>(args.get(0).toNumber());
   auto it = t->timers.find(id);
   if (it == t->timers.end()) return true;
-  if (pts_timer_cancel(t->global, id) == 0) {
-    delete it->second;
+  Call *c = it->second;
+  if (pts_timer_cancel(t->global, c->timer_id) == 0) {
+    delete c;
     t->timers.erase(it);
     release(t);
+  } else if (c->repeat) {
+    c->cleared = true;  // its callback is running: timer_fn lets it go
   }
   return true;
 }
@@ -1185,7 +1218,7 @@ const JSFunctionSpec natives[] = {
     JS_FN("observe", n_observe, 2, 0),
     JS_FN("postTask", n_postTask, 4, 0),
     JS_FN("yield", n_yield, 2, 0),
-    JS_FN("setTimeout", n_setTimeout, 2, 0),
+    JS_FN("setTimeout", n_setTimeout, 3, 0),
     JS_FN("clearTimeout", n_clearTimeout, 1, 0),
     JS_FN("queueMicrotask", n_queueMicrotask, 1, 0),
     JS_FN("print", n_print, 2, 0),
@@ -1336,7 +1369,7 @@ void teardown_fn(void *data, int status) {
       }
       t->live.clear();
       for (auto &kv : t->timers) {
-        pts_timer_cancel(t->global, kv.first);
+        pts_timer_cancel(t->global, kv.second->timer_id);
         delete kv.second;
       }
       t->timers.clear();

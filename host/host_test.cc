@@ -331,7 +331,8 @@ TEST_P(Conformance, File) {
 
 INSTANTIATE_TEST_SUITE_P(Suite, Conformance,
                          ::testing::Values("post-task.test.js", "task-controller.test.js",
-                                           "task-signal-any.test.js", "yield.test.js"));
+                                           "task-signal-any.test.js", "timers.test.js",
+                                           "yield.test.js"));
 
 // ---- the examples and the program ----
 
