@@ -105,7 +105,10 @@ struct alignas(64) Tenant {
   std::unordered_map<pts_error *, std::unique_ptr<ErrEntry>> errs;
   std::set<HandleData *> live;
   std::vector<HandleData *> graveyard;
+  // Promises rejected with no handler, reported by a task (rejections_fn)
+  // queued when the first is added.
   std::vector<std::unique_ptr<JS::PersistentRooted<JSObject *>>> rejections;
+  bool report_queued = false;
   std::unordered_map<uint64_t, struct Call *> timers;
   // The postTask whose callback or checkpoint is running (post_cb until its
   // reaction, post_settle): an abort rejects its JS promise at once.
@@ -465,12 +468,42 @@ class HostJobQueue final : public JS::JobQueue {
   }
 };
 
+void report_rejections(Tenant *t) {
+  JSContext *cx = t->cx;
+  JSAutoRealm ar(cx, t->gobj);
+  for (auto &r : t->rejections) {
+    JS::RootedObject p(cx, *r);
+    JS::RootedValue reason(cx, JS::GetPromiseResult(p));
+    report(t, "Uncaught (in promise)", reason);
+  }
+  t->rejections.clear();
+}
+
+// HTML "notify about rejected promises", as a task: it runs after the task
+// (and its microtask checkpoint) that left them unhandled, so a handler
+// added by then, in that task or one of its microtasks, takes the promise
+// off the list; later ones do not undo the report (as in Node).
+void rejections_fn(void *data, int status) {
+  auto *t = static_cast<Tenant *>(data);
+  t->report_queued = false;
+  if (status == 0 && t->alive) report_rejections(t);
+  release(t);
+}
+
 void on_rejection(JSContext *cx, bool, JS::HandleObject promise,
                   JS::PromiseRejectionHandlingState state, void *) {
   Tenant *t = tenant_of(cx);
   if (!t || !t->alive) return;
   if (state == JS::PromiseRejectionHandlingState::Unhandled) {
     t->rejections.push_back(std::make_unique<JS::PersistentRooted<JSObject *>>(cx, promise));
+    if (!t->report_queued) {
+      hold(t);
+      if (pts_queue_task(t->global, PTS_SOURCE_GENERIC, rejections_fn, t) == 0) {
+        t->report_queued = true;
+      } else {
+        release(t);  // reported at teardown
+      }
+    }
     return;
   }
   for (auto it = t->rejections.begin(); it != t->rejections.end(); ++it) {
@@ -1353,14 +1386,9 @@ void teardown_fn(void *data, int status) {
   }
   if (status == 0 && t->alive) {
     JSContext *cx = t->cx;
+    report_rejections(t);
     {
       JSAutoRealm ar(cx, t->gobj);
-      for (auto &r : t->rejections) {
-        JS::RootedObject p(cx, *r);
-        JS::RootedValue reason(cx, JS::GetPromiseResult(p));
-        report(t, "Uncaught (in promise)", reason);
-      }
-      t->rejections.clear();
       t->alive = false;
       reap(t);
       for (HandleData *d : t->live) {

@@ -165,6 +165,29 @@ TEST(Host, UnhandledRejectionIsReported) {
   EXPECT_EQ(r.out.find("Uncaught (in promise) 1"), std::string::npos) << r.out;
 }
 
+// Reported after the task that left it unhandled (and its microtasks), not
+// at the end of the run; a handler added in one of those microtasks is in
+// time, one added by a later task is not.
+TEST(Host, UnhandledRejectionIsReportedWhenItHappens) {
+  auto r = run1(R"(
+    Promise.reject(new Error('early'));
+    const p = Promise.reject(new Error('caught in a microtask'));
+    queueMicrotask(() => p.catch(() => {}));
+    const q = Promise.reject(new Error('caught too late'));
+    setTimeout(() => { q.catch(() => {}); console.log('later'); }, 20);
+  )");
+  EXPECT_TRUE(r.failed);
+  size_t early = r.out.find("Uncaught (in promise) Error: early");
+  size_t late = r.out.find("Uncaught (in promise) Error: caught too late");
+  size_t later = r.out.find("later\n");
+  ASSERT_NE(early, std::string::npos) << r.out;
+  ASSERT_NE(late, std::string::npos) << r.out;
+  ASSERT_NE(later, std::string::npos) << r.out;
+  EXPECT_LT(early, later) << r.out;
+  EXPECT_LT(late, later) << r.out;
+  EXPECT_EQ(r.out.find("caught in a microtask"), std::string::npos) << r.out;
+}
+
 TEST(Host, MessagesCrossTenantsAndThreads) {
   auto rs = run({{"ping", "ping.js", slurp("examples/host/ping.js")},
                  {"pong", "pong.js", slurp("examples/host/pong.js")}});
