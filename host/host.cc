@@ -16,12 +16,20 @@
 // 5. Host.pending counts every callback handed to the library and not yet
 //    returned (tasks, timers, microtasks, messages, yields); at 0 every tenant
 //    is idle. A callback releases its count only after its JS ran, so work it
-//    queued is counted first.
+//    queued is counted first. What a tenant queues for itself is counted in
+//    Tenant.pending on its own thread, which holds one Host count while not
+//    0 (hold(Tenant *)); the setup, start and teardown calls and messages,
+//    sent from other threads, count in Host.pending directly.
+// 6. A pending callback's JS values (Call) are traced edges, not persistent
+//    roots: one tracer per context reaches them in major GCs, and minor GCs
+//    skip them but for the store buffer's entries, so their cost does not
+//    grow with the number of pending tasks.
 #include "host/host.h"
 
 #include <jsapi.h>
 #include <js/CompilationAndEvaluation.h>
 #include <js/Context.h>
+#include <js/ContextOptions.h>
 #include <js/Conversions.h>
 #include <js/ErrorReport.h>
 #include <js/Exception.h>
@@ -32,12 +40,15 @@
 #include <js/Realm.h>
 #include <js/SourceText.h>
 #include <js/Stack.h>
+#include <js/String.h>
+#include <js/TracingAPI.h>
 #include <js/Array.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -75,8 +86,10 @@ struct JsBox {
   JS::PersistentRooted<JS::Value> v;
 };
 
-struct Tenant {
+// Aligned: the tenants of two threads do not share a cache line.
+struct alignas(64) Tenant {
   Host *host = nullptr;
+  long pending = 0;  // its own callbacks not yet returned (hold(Tenant *))
   size_t index = 0;
   std::string name, filename, source;
   pts_agent *agent = nullptr;
@@ -86,12 +99,16 @@ struct Tenant {
   pts_scheduler *sched = nullptr;
   JSContext *cx = nullptr;
   bool alive = false;
+  bool ready = false;  // setup_fn made the realm and ran the prelude
   uint64_t t0 = 0;
   JS::PersistentRooted<JSObject *> gobj, fire, make_error, deliver;
   std::unordered_map<pts_error *, std::unique_ptr<ErrEntry>> errs;
   std::set<HandleData *> live;
   std::vector<HandleData *> graveyard;
+  // Promises rejected with no handler, reported by a task (rejections_fn)
+  // queued when the first is added.
   std::vector<std::unique_ptr<JS::PersistentRooted<JSObject *>>> rejections;
+  bool report_queued = false;
   std::unordered_map<uint64_t, struct Call *> timers;
   // The postTask whose callback or checkpoint is running (post_cb until its
   // reaction, post_settle): an abort rejects its JS promise at once.
@@ -105,8 +122,15 @@ struct Host {
   Options opts;
   std::vector<std::unique_ptr<Tenant>> tenants;
   std::atomic<long> pending{0};
+  // The pool threads' CPU time from their first start task to their first
+  // teardown (Timing.run_cpu_ns).
+  std::atomic<uint64_t> run_cpu_ns{0};
   std::mutex mu;
   std::condition_variable cv;
+  // run() is posting the start tasks; messages sent meanwhile wait in
+  // early (both under mu) and run() posts them after the last start task.
+  std::atomic<bool> starting{false};
+  std::vector<struct Msg *> early;
   void hold() { pending.fetch_add(1, std::memory_order_relaxed); }
   void release() {
     // acq_rel: the waiter reads tenant state written before the release.
@@ -121,22 +145,54 @@ struct Host {
   }
 };
 
+// Invariant 5 per tenant: the callbacks a tenant's own code handed to the
+// library are counted in Tenant.pending, on its thread only, and the tenant
+// holds one count of Host.pending while its own is not 0. So a busy thread
+// does not write the line all threads share once per callback.
+void hold(Tenant *t) {
+  if (t->pending++ == 0) t->host->hold();
+}
+void release(Tenant *t) {
+  if (--t->pending == 0) t->host->release();
+}
+
 // A pending JS callback: postTask, yield, timers, microtasks, promise jobs.
+// Its JS values are JS::Heap edges, not roots (invariant 6): the thread's
+// tracer (trace_calls) reaches them in a major GC, and a minor GC finds the
+// ones that point into the nursery in its store buffer, so a pending call
+// costs a minor GC nothing. A call is made and freed on its tenant's thread
+// and sits on that thread's list (ThreadState.calls) in between.
 struct Call {
+  Call *prev = nullptr, *next = nullptr;  // ThreadState.calls
   Tenant *t;
-  JS::PersistentRooted<JSObject *> fn, promise;
+  JS::Heap<JSObject *> fn, promise;
   // A postTask's outcome, kept until its library promise settles
   // (post_settle): what the callback returned or threw.
-  JS::PersistentRooted<JS::Value> result;
+  JS::Heap<JS::Value> result;
   bool threw = false;
   bool settled = false;        // the JS promise is settled
   bool reacted = false;        // post_settle ran
   bool loop_freed = false;     // the loop frees cp (post_cleanup)
   pts_promise *cp = nullptr;   // the library's result promise (a reference)
   int refs = 0;  // a postTask: its callback and its reaction's cleanup
-  uint64_t timer_id = 0;
-  Call(Tenant *tt, JSContext *cx) : t(tt), fn(cx), promise(cx), result(cx) {}
+  uint64_t timer_id = 0;   // the library's id of its armed timer
+  uint64_t public_id = 0;  // a timer's id in JS (Tenant.timers' key)
+  uint64_t interval = 0;   // setInterval's delay in ms, re-armed after each run
+  bool repeat = false;     // setInterval
+  bool cleared = false;    // clearInterval from its own callback
+  explicit Call(Tenant *tt);
+  ~Call();
+  Call(const Call &) = delete;
+  Call &operator=(const Call &) = delete;
 };
+
+uint64_t clock_ns(clockid_t id) {
+  timespec ts;
+  clock_gettime(id, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+uint64_t mono_ns() { return clock_ns(CLOCK_MONOTONIC); }
+uint64_t thread_cpu_ns() { return clock_ns(CLOCK_THREAD_CPUTIME_ID); }
 
 // ---- output and errors ----
 
@@ -389,11 +445,11 @@ class HostJobQueue final : public JS::JobQueue {
                          JS::HandleObject, JS::HandleObject) override {
     Tenant *t = tenant_of(cx);
     if (!t || !t->alive) return true;  // a realm being torn down: dropped
-    auto *c = new Call(t, cx);
+    auto *c = new Call(t);
     c->fn = job;
-    t->host->hold();
+    hold(t);
     if (pts_queue_microtask(t->loop, run_call_as_job, c) != 0) {
-      t->host->release();
+      release(t);
       delete c;
       JS_ReportOutOfMemory(cx);
       return false;
@@ -412,12 +468,42 @@ class HostJobQueue final : public JS::JobQueue {
   }
 };
 
+void report_rejections(Tenant *t) {
+  JSContext *cx = t->cx;
+  JSAutoRealm ar(cx, t->gobj);
+  for (auto &r : t->rejections) {
+    JS::RootedObject p(cx, *r);
+    JS::RootedValue reason(cx, JS::GetPromiseResult(p));
+    report(t, "Uncaught (in promise)", reason);
+  }
+  t->rejections.clear();
+}
+
+// HTML "notify about rejected promises", as a task: it runs after the task
+// (and its microtask checkpoint) that left them unhandled, so a handler
+// added by then, in that task or one of its microtasks, takes the promise
+// off the list; later ones do not undo the report (as in Node).
+void rejections_fn(void *data, int status) {
+  auto *t = static_cast<Tenant *>(data);
+  t->report_queued = false;
+  if (status == 0 && t->alive) report_rejections(t);
+  release(t);
+}
+
 void on_rejection(JSContext *cx, bool, JS::HandleObject promise,
                   JS::PromiseRejectionHandlingState state, void *) {
   Tenant *t = tenant_of(cx);
   if (!t || !t->alive) return;
   if (state == JS::PromiseRejectionHandlingState::Unhandled) {
     t->rejections.push_back(std::make_unique<JS::PersistentRooted<JSObject *>>(cx, promise));
+    if (!t->report_queued) {
+      hold(t);
+      if (pts_queue_task(t->global, PTS_SOURCE_GENERIC, rejections_fn, t) == 0) {
+        t->report_queued = true;
+      } else {
+        release(t);  // reported at teardown
+      }
+    }
     return;
   }
   for (auto it = t->rejections.begin(); it != t->rejections.end(); ++it) {
@@ -431,12 +517,45 @@ void on_rejection(JSContext *cx, bool, JS::HandleObject promise,
 struct ThreadState {
   JSContext *cx = nullptr;
   HostJobQueue *queue = nullptr;
-  ~ThreadState() {
-    if (cx) JS_DestroyContext(cx);
-    delete queue;
-  }
+  Call *calls = nullptr;  // the live calls of this thread's tenants
+  bool timing = false;    // between the first start task and teardown
+  uint64_t cpu0 = 0;      // the thread's CPU time at that start task
+  ~ThreadState();
 };
 thread_local ThreadState tls;
+
+Call::Call(Tenant *tt) : t(tt) {
+  next = tls.calls;
+  if (next) next->prev = this;
+  tls.calls = this;
+}
+
+Call::~Call() {
+  if (prev) {
+    prev->next = next;
+  } else {
+    tls.calls = next;
+  }
+  if (next) next->prev = prev;
+}
+
+// The calls' edges, for major GCs (the engine calls no embedder tracer in a
+// minor GC; invariant 6).
+void trace_calls(JSTracer *trc, void *data) {
+  for (Call *c = static_cast<ThreadState *>(data)->calls; c; c = c->next) {
+    JS::TraceEdge(trc, &c->fn, "Call.fn");
+    JS::TraceEdge(trc, &c->promise, "Call.promise");
+    JS::TraceEdge(trc, &c->result, "Call.result");
+  }
+}
+
+ThreadState::~ThreadState() {
+  if (cx) {
+    JS_RemoveExtraGCRootsTracer(cx, trace_calls, this);
+    JS_DestroyContext(cx);
+  }
+  delete queue;
+}
 
 JSContext *thread_cx() {
   if (tls.cx) return tls.cx;
@@ -448,7 +567,17 @@ JSContext *thread_cx() {
   JS_SetGCParameter(cx, JSGC_MAX_BYTES, 0xffffffff);
   // Pool threads have the default 8 MiB stack; stay well inside it.
   JS_SetNativeStackQuota(cx, 1024 * 1024);
+  // No allocation and resolution stacks on promises (SpiderMonkey's
+  // default captures both for every promise: about 3,400 instructions of
+  // the 20,000 a postTask cost, host/bench/tasks.js under callgrind), only
+  // for a realm a debugger observes, as Firefox does. Error stacks keep
+  // their synchronous frames; "async*" frames across an await are gone.
+  JS::ContextOptionsRef(cx).setAsyncStackCaptureDebuggeeOnly(true);
   if (!JS::InitSelfHostedCode(cx)) {
+    JS_DestroyContext(cx);
+    return nullptr;
+  }
+  if (!JS_AddExtraGCRootsTracer(cx, trace_calls, &tls)) {
     JS_DestroyContext(cx);
     return nullptr;
   }
@@ -470,17 +599,20 @@ void call_reporting(Tenant *t, JS::HandleObject fn) {
   }
 }
 
+void run_call(Call *c) {
+  Tenant *t = c->t;
+  JSAutoRealm ar(t->cx, t->gobj);
+  JS::RootedObject fn(t->cx, c->fn);
+  call_reporting(t, fn);
+  reap(t);
+}
+
 void run_call_as_job(void *data, int status) {
   auto *c = static_cast<Call *>(data);
   Tenant *t = c->t;
-  if (status == 0 && t->alive) {
-    JSAutoRealm ar(t->cx, t->gobj);
-    JS::RootedObject fn(t->cx, c->fn);
-    call_reporting(t, fn);
-    reap(t);
-  }
+  if (status == 0 && t->alive) run_call(c);
   delete c;
-  t->host->release();
+  release(t);
 }
 
 // postTask is the library's promise form (pts_scheduler_post_task), which
@@ -504,11 +636,11 @@ void run_call_as_job(void *data, int status) {
 void post_unref(void *data) {
   auto *c = static_cast<Call *>(data);
   if (--c->refs > 0) return;
-  Host *h = c->t->host;
-  if (c->t->running == c) c->t->running = nullptr;
+  Tenant *t = c->t;
+  if (t->running == c) t->running = nullptr;
   if (c->cp && !c->loop_freed) pts_promise_unref(c->cp);
   delete c;
-  h->release();
+  release(t);
 }
 
 // The reaction's cleanup. Without the reaction having run, the loop is
@@ -553,7 +685,7 @@ pts_value post_cb(void *data, int status) {
     t->running = c;
     JSContext *cx = t->cx;
     JSAutoRealm ar(cx, t->gobj);
-    JS::RootedValue f(cx, JS::ObjectValue(*c->fn)), v(cx);
+    JS::RootedValue f(cx, JS::ObjectValue(*c->fn.get())), v(cx);
     if (JS::Call(cx, JS::UndefinedHandleValue, f, JS::HandleValueArray::empty(), &v)) {
       c->result = v;
     } else if (JS_IsExceptionPending(cx) && JS_GetPendingException(cx, &v)) {
@@ -606,15 +738,32 @@ pts_value yield_ok(void *data, pts_value arg) { return yield_settle(static_cast<
 pts_value yield_fail(void *data, pts_value arg) { return yield_settle(static_cast<Call *>(data), arg, false); }
 void yield_done(void *data) {
   auto *c = static_cast<Call *>(data);
-  Host *h = c->t->host;
+  Tenant *t = c->t;
   delete c;
-  h->release();
+  release(t);
 }
 
+// A timer's task. An interval is re-armed after its callback returns,
+// unless it was cleared meanwhile (Call.cleared), with the same JS id; it
+// keeps its pending count until then, so a tenant with an interval running
+// is not idle (as in Node).
 void timer_fn(void *data, int status) {
   auto *c = static_cast<Call *>(data);
-  c->t->timers.erase(c->timer_id);
-  run_call_as_job(data, status);
+  Tenant *t = c->t;
+  if (c->repeat && status == 0 && t->alive) {
+    run_call(c);
+    if (!c->cleared && t->alive &&
+        pts_timer_start(t->global, c->interval, timer_fn, c, &c->timer_id) == 0) {
+      return;
+    }
+  }
+  t->timers.erase(c->public_id);
+  if (c->repeat) {
+    delete c;
+    release(t);
+  } else {
+    run_call_as_job(data, status);
+  }
 }
 
 // ---- the natives the prelude calls (native.*) ----
@@ -634,6 +783,17 @@ bool priority_arg(JSContext *cx, JS::HandleValue v, int *out) {
   if (v.isUndefined()) {
     *out = PTS_PRIORITY_UNSET;
     return true;
+  }
+  // Compared in place: no copy of the string on a postTask's path.
+  if (v.isString()) {
+    for (int p = 0; p < PTS_PRIORITY_COUNT; p++) {
+      bool match;
+      if (!JS_StringEqualsAscii(cx, v.toString(), pts_priority_name(p), &match)) return false;
+      if (match) {
+        *out = p;
+        return true;
+      }
+    }
   }
   std::string s = v.isString() ? to_utf8(cx, v) : std::string();
   pts_priority p;
@@ -843,7 +1003,7 @@ NATIVE(n_postTask) {
   o.delay_ms = args.get(3).isNumber() ? static_cast<int64_t>(args.get(3).toNumber()) : 0;
   JS::RootedObject p(cx, JS::NewPromiseObject(cx, nullptr));
   if (!p) return false;
-  auto *c = new Call(t, cx);
+  auto *c = new Call(t);
   c->fn = &args.get(0).toObject();
   c->promise = p;
   // Two holders: post_cb, and post_cleanup, the reaction's. Set
@@ -861,7 +1021,7 @@ NATIVE(n_postTask) {
     args.rval().setObject(*p);
     return true;
   }
-  t->host->hold();
+  hold(t);
   c->cp = cp;  // post_unref drops the reference
   if (pts_promise_get_state(cp) == PTS_PROMISE_REJECTED) post_reject(c);
   rc = pts_promise_then(cp, post_settle, post_settle, c, post_cleanup, nullptr);
@@ -904,7 +1064,7 @@ NATIVE(n_yield) {
     args.rval().setObject(*p);
     return true;
   }
-  auto *c = new Call(t, cx);
+  auto *c = new Call(t);
   c->promise = p;
   rc = pts_promise_then(yp, yield_ok, yield_fail, c, yield_done, nullptr);
   pts_promise_unref(yp);
@@ -912,25 +1072,31 @@ NATIVE(n_yield) {
     delete c;
     return throw_code(cx, rc);
   }
-  t->host->hold();
+  hold(t);
   args.rval().setObject(*p);
   return true;
 }
 
+// setTimeout(callback, ms, repeat): setInterval when repeat is true. The
+// JS id is the library's id of the first timer; one id space for both, so
+// clearTimeout clears an interval and clearInterval a timeout (HTML).
 NATIVE(n_setTimeout) {
   ARGS;
   if (!args.get(0).isObject()) return throw_code(cx, PTS_ETYPE, "callback");
   double ms = args.get(1).isNumber() ? args.get(1).toNumber() : 0;
-  auto *c = new Call(t, cx);
+  auto *c = new Call(t);
   c->fn = &args.get(0).toObject();
-  int rc = pts_timer_start(t->global, static_cast<uint64_t>(ms), timer_fn, c, &c->timer_id);
+  c->repeat = args.get(2).isTrue();
+  c->interval = static_cast<uint64_t>(ms);
+  int rc = pts_timer_start(t->global, c->interval, timer_fn, c, &c->timer_id);
   if (rc != 0) {
     delete c;
     return throw_code(cx, rc);
   }
-  t->host->hold();
-  t->timers[c->timer_id] = c;
-  args.rval().setNumber(static_cast<double>(c->timer_id));
+  hold(t);
+  c->public_id = c->timer_id;
+  t->timers[c->public_id] = c;
+  args.rval().setNumber(static_cast<double>(c->public_id));
   return true;
 }
 
@@ -941,10 +1107,13 @@ NATIVE(n_clearTimeout) {
   uint64_t id = static_cast<uint64_t>(args.get(0).toNumber());
   auto it = t->timers.find(id);
   if (it == t->timers.end()) return true;
-  if (pts_timer_cancel(t->global, id) == 0) {
-    delete it->second;
+  Call *c = it->second;
+  if (pts_timer_cancel(t->global, c->timer_id) == 0) {
+    delete c;
     t->timers.erase(it);
-    t->host->release();
+    release(t);
+  } else if (c->repeat) {
+    c->cleared = true;  // its callback is running: timer_fn lets it go
   }
   return true;
 }
@@ -952,12 +1121,12 @@ NATIVE(n_clearTimeout) {
 NATIVE(n_queueMicrotask) {
   ARGS;
   if (!args.get(0).isObject()) return throw_code(cx, PTS_ETYPE, "callback");
-  auto *c = new Call(t, cx);
+  auto *c = new Call(t);
   c->fn = &args.get(0).toObject();
-  t->host->hold();
+  hold(t);
   int rc = pts_queue_microtask(t->loop, run_call_as_job, c);
   if (rc != 0) {
-    t->host->release();
+    release(t);
     delete c;
     return throw_code(cx, rc);
   }
@@ -1041,11 +1210,23 @@ NATIVE(n_postMessage) {
   }
   if (!to) return throw_code(cx, PTS_ENOTFOUND, ("no tenant named " + name).c_str());
   auto *m = new Msg{to, t->name, to_utf8(cx, args.get(1))};
-  t->host->hold();
-  int rc = pts_agent_post_task(to->agent, nullptr, msg_fn, m, nullptr, nullptr, nullptr);
+  Host *h = t->host;
+  h->hold();
+  int rc = 0;
+  // While the start tasks are being posted, a message waits for run() to
+  // send it after them: its target's start task is then ahead of it in its
+  // inbox (one producer), so the target's script has set onmessage.
+  if (h->starting.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> g(h->mu);
+    if (h->starting.load(std::memory_order_relaxed)) {
+      h->early.push_back(m);
+      m = nullptr;
+    }
+  }
+  if (m) rc = pts_agent_post_task(to->agent, nullptr, msg_fn, m, nullptr, nullptr, nullptr);
   if (rc != 0) {
     delete m;
-    t->host->release();
+    h->release();
     return throw_code(cx, rc);
   }
   args.rval().setUndefined();
@@ -1070,7 +1251,7 @@ const JSFunctionSpec natives[] = {
     JS_FN("observe", n_observe, 2, 0),
     JS_FN("postTask", n_postTask, 4, 0),
     JS_FN("yield", n_yield, 2, 0),
-    JS_FN("setTimeout", n_setTimeout, 2, 0),
+    JS_FN("setTimeout", n_setTimeout, 3, 0),
     JS_FN("clearTimeout", n_clearTimeout, 1, 0),
     JS_FN("queueMicrotask", n_queueMicrotask, 1, 0),
     JS_FN("print", n_print, 2, 0),
@@ -1103,9 +1284,10 @@ bool get_fn(JSContext *cx, JS::HandleObject hooks, const char *name,
   return true;
 }
 
-// The tenant's first task, on its pool thread: context, realm, prelude,
-// script.
-pts_value start_fn(void *data, int status) {
+// The tenant's first task, on its pool thread: context, realm, prelude.
+// Every tenant is set up before any script starts (run()), so the window
+// from the scripts' start to idle holds no realm making (Timing.run_ns).
+pts_value setup_fn(void *data, int status) {
   auto *t = static_cast<Tenant *>(data);
   Host *h = t->host;
   if (status != 0) {
@@ -1156,20 +1338,36 @@ pts_value start_fn(void *data, int status) {
            get_fn(cx, hooks, "makeError", &t->make_error) &&
            get_fn(cx, hooks, "deliver", &t->deliver);
     }
-    if (!ok) {
-      report_pending(t);
-    } else {
-      JS::RootedValue rv(cx);
-      for (const auto &pre : h->opts.preload) {
-        if (!evaluate(cx, pre.first.c_str(), pre.second.data(), pre.second.size(), &rv)) {
-          ok = false;
-          report_pending(t);
-          break;
-        }
-      }
-      if (ok && !evaluate(cx, t->filename.c_str(), t->source.data(), t->source.size(), &rv)) {
+    if (!ok) report_pending(t);
+    t->ready = ok;
+    reap(t);
+  }
+  h->release();
+  return pts_undefined();
+}
+
+// The tenant's start task: the preloads, then its script.
+pts_value start_fn(void *data, int status) {
+  auto *t = static_cast<Tenant *>(data);
+  Host *h = t->host;
+  if (!tls.timing) {
+    tls.timing = true;
+    tls.cpu0 = thread_cpu_ns();
+  }
+  if (status == 0 && t->alive && t->ready) {
+    JSContext *cx = t->cx;
+    JSAutoRealm ar(cx, t->gobj);
+    JS::RootedValue rv(cx);
+    bool ok = true;
+    for (const auto &pre : h->opts.preload) {
+      if (!evaluate(cx, pre.first.c_str(), pre.second.data(), pre.second.size(), &rv)) {
+        ok = false;
         report_pending(t);
+        break;
       }
+    }
+    if (ok && !evaluate(cx, t->filename.c_str(), t->source.data(), t->source.size(), &rv)) {
+      report_pending(t);
     }
     reap(t);
   }
@@ -1182,16 +1380,15 @@ pts_value start_fn(void *data, int status) {
 void teardown_fn(void *data, int status) {
   auto *t = static_cast<Tenant *>(data);
   Host *h = t->host;
+  if (tls.timing) {
+    tls.timing = false;
+    h->run_cpu_ns.fetch_add(thread_cpu_ns() - tls.cpu0, std::memory_order_relaxed);
+  }
   if (status == 0 && t->alive) {
     JSContext *cx = t->cx;
+    report_rejections(t);
     {
       JSAutoRealm ar(cx, t->gobj);
-      for (auto &r : t->rejections) {
-        JS::RootedObject p(cx, *r);
-        JS::RootedValue reason(cx, JS::GetPromiseResult(p));
-        report(t, "Uncaught (in promise)", reason);
-      }
-      t->rejections.clear();
       t->alive = false;
       reap(t);
       for (HandleData *d : t->live) {
@@ -1200,7 +1397,7 @@ void teardown_fn(void *data, int status) {
       }
       t->live.clear();
       for (auto &kv : t->timers) {
-        pts_timer_cancel(t->global, kv.first);
+        pts_timer_cancel(t->global, kv.second->timer_id);
         delete kv.second;
       }
       t->timers.clear();
@@ -1235,7 +1432,7 @@ uint64_t delay_quantile(const pts_agent_stats &s, double q) {
 }
 
 int run(const Options &opts, const std::vector<TenantSpec> &specs,
-        std::vector<Result> *results) {
+        std::vector<Result> *results, Timing *timing) {
   Host h;
   h.opts = opts;
   pts_pool_options po = {};
@@ -1264,14 +1461,41 @@ int run(const Options &opts, const std::vector<TenantSpec> &specs,
     pts_agent_set_delay_stats(t->agent, true);
     h.tenants.push_back(std::move(t));
   }
+  Timing tm;
+  uint64_t at = mono_ns();
   if (rc == 0) {
-    for (auto &t : h.tenants) {
-      h.hold();
-      if (pts_agent_post_task(t->agent, nullptr, start_fn, t.get(), nullptr, nullptr, nullptr) != 0) {
-        h.release();
+    // Every realm first, then every script: the run's window (Timing.run_ns)
+    // starts with all tenants ready.
+    for (pts_task_callback fn : {setup_fn, start_fn}) {
+      if (fn == start_fn) h.starting.store(true, std::memory_order_release);
+      for (auto &t : h.tenants) {
+        h.hold();
+        if (pts_agent_post_task(t->agent, nullptr, fn, t.get(), nullptr, nullptr, nullptr) != 0) {
+          h.release();
+        }
       }
+      if (fn == start_fn) {
+        // Posted under mu, so a sender's later messages, sent directly
+        // once starting is false, stay behind its early ones.
+        size_t lost = 0;
+        {
+          std::lock_guard<std::mutex> g(h.mu);
+          h.starting.store(false, std::memory_order_relaxed);
+          for (Msg *m : h.early) {
+            if (pts_agent_post_task(m->to->agent, nullptr, msg_fn, m, nullptr, nullptr, nullptr) != 0) {
+              delete m;
+              lost++;
+            }
+          }
+          h.early.clear();
+        }
+        while (lost-- > 0) h.release();  // not under mu: release may take it
+      }
+      h.wait_idle();
+      uint64_t now = mono_ns();
+      (fn == setup_fn ? tm.setup_ns : tm.run_ns) = now - at;
+      at = now;
     }
-    h.wait_idle();
     // The teardown is not a task (it would count as one): it runs at the
     // tenant's next inbox drain.
     for (auto &t : h.tenants) {
@@ -1282,6 +1506,9 @@ int run(const Options &opts, const std::vector<TenantSpec> &specs,
     }
     h.wait_idle();
   }
+  tm.teardown_ns = mono_ns() - at;
+  tm.run_cpu_ns = h.run_cpu_ns.load(std::memory_order_relaxed);
+  if (timing) *timing = tm;
   // The counters of a step are added when the step ends, after the callback
   // that released the last pending count: read them once the agent is
   // destroyed, when no step of it can be running.

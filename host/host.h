@@ -43,15 +43,29 @@ struct Result {
   pts_agent_stats stats{};
 };
 
+// Where a run's wall time went (ns): making every context and realm and
+// running the prelude in each; from the scripts' start (every tenant set
+// up) until all are idle; the teardown. run_cpu_ns: the pool threads' CPU
+// time over that window (each thread from its first script to its first
+// teardown), so a loaded machine shows as run_ns above it.
+struct Timing {
+  uint64_t setup_ns = 0;
+  uint64_t run_ns = 0;
+  uint64_t teardown_ns = 0;
+  uint64_t run_cpu_ns = 0;
+};
+
 // JS_Init; false if the engine could not start. Main thread, before run().
 bool init();
 // JS_ShutDown, after the last run(). Main thread.
 void shutdown();
 // Runs the tenants until all are idle (no task, timer, microtask or
-// message of theirs pending). Fills *results in spec order. Returns 0, or a
-// negative PTS_E* code if the pool or an agent could not be made.
+// message of theirs pending): first every tenant's realm (a setup task
+// each), then every script (a start task each). Fills *results in spec
+// order and *timing (may be NULL). Returns 0, or a negative PTS_E* code if
+// the pool or an agent could not be made.
 int run(const Options &opts, const std::vector<TenantSpec> &tenants,
-        std::vector<Result> *results);
+        std::vector<Result> *results, Timing *timing = nullptr);
 
 // The start-delay quantile q (0..1) from a histogram of power-of-two buckets
 // (pts_agent_stats.delay_hist): the upper bound in ns of the bucket where the

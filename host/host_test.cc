@@ -165,6 +165,29 @@ TEST(Host, UnhandledRejectionIsReported) {
   EXPECT_EQ(r.out.find("Uncaught (in promise) 1"), std::string::npos) << r.out;
 }
 
+// Reported after the task that left it unhandled (and its microtasks), not
+// at the end of the run; a handler added in one of those microtasks is in
+// time, one added by a later task is not.
+TEST(Host, UnhandledRejectionIsReportedWhenItHappens) {
+  auto r = run1(R"(
+    Promise.reject(new Error('early'));
+    const p = Promise.reject(new Error('caught in a microtask'));
+    queueMicrotask(() => p.catch(() => {}));
+    const q = Promise.reject(new Error('caught too late'));
+    setTimeout(() => { q.catch(() => {}); console.log('later'); }, 20);
+  )");
+  EXPECT_TRUE(r.failed);
+  size_t early = r.out.find("Uncaught (in promise) Error: early");
+  size_t late = r.out.find("Uncaught (in promise) Error: caught too late");
+  size_t later = r.out.find("later\n");
+  ASSERT_NE(early, std::string::npos) << r.out;
+  ASSERT_NE(late, std::string::npos) << r.out;
+  ASSERT_NE(later, std::string::npos) << r.out;
+  EXPECT_LT(early, later) << r.out;
+  EXPECT_LT(late, later) << r.out;
+  EXPECT_EQ(r.out.find("caught in a microtask"), std::string::npos) << r.out;
+}
+
 TEST(Host, MessagesCrossTenantsAndThreads) {
   auto rs = run({{"ping", "ping.js", slurp("examples/host/ping.js")},
                  {"pong", "pong.js", slurp("examples/host/pong.js")}});
@@ -175,7 +198,7 @@ TEST(Host, MessagesCrossTenantsAndThreads) {
   // Each message is a postTask through the target's inbox, timed.
   uint64_t n = 0;
   for (uint64_t c : rs[1].stats.delay_hist) n += c;
-  EXPECT_EQ(n, 6u);  // the start task and five messages
+  EXPECT_EQ(n, 7u);  // the setup and start tasks and five messages
 }
 
 TEST(Host, RealmsAreIsolated) {
@@ -331,7 +354,8 @@ TEST_P(Conformance, File) {
 
 INSTANTIATE_TEST_SUITE_P(Suite, Conformance,
                          ::testing::Values("post-task.test.js", "task-controller.test.js",
-                                           "task-signal-any.test.js", "yield.test.js"));
+                                           "task-signal-any.test.js", "timers.test.js",
+                                           "yield.test.js"));
 
 // ---- the examples and the program ----
 
@@ -404,8 +428,10 @@ TEST(Program, ExitStatusAndStatistics) {
   out = shell("host/ptsched-host --threads 2 --bench " + dir + "/ok.js " + dir + "/ok.js 2>&1", &st);
   EXPECT_EQ(st, 0) << out;
   EXPECT_NE(out.find("bench tenants=2 threads=2 wall_ms="), std::string::npos) << out;
-  // Each tenant ran its start task and its postTask; the teardown is no task.
-  EXPECT_NE(out.find(" tasks=4 "), std::string::npos) << out;
+  // Each tenant ran its setup and start tasks and its postTask; the
+  // teardown is no task.
+  EXPECT_NE(out.find(" tasks=6 "), std::string::npos) << out;
+  EXPECT_NE(out.find(" run_ms="), std::string::npos) << out;
   out = shell("host/ptsched-host --policy nonsense x.js 2>&1", &st);
   EXPECT_NE(st, 0) << out;
 }

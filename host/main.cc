@@ -96,10 +96,14 @@ void print_json(const std::vector<ptsh::Result> &rs) {
   std::printf("]}\n");
 }
 
-// --bench: one line for the whole run (start-up and teardown included):
-// wall time, tasks run by every tenant, throughput, CPU, and the worst
-// tenant's start-delay p99.
-void print_bench(const std::vector<ptsh::Result> &rs, double wall_ms, unsigned threads) {
+// --bench: one line for the whole run: wall time (start-up and teardown
+// included), tasks run by every tenant (each one's setup and start tasks
+// included), throughput, the agents' busy time, the worst tenant's
+// start-delay p99; then the run's window (ptsh::Timing): run_ms from the
+// scripts' start, every realm made, to idle, the pool threads' CPU time in
+// it, and the setup and teardown around it.
+void print_bench(const std::vector<ptsh::Result> &rs, double wall_ms, unsigned threads,
+                 const ptsh::Timing &tm) {
   uint64_t tasks = 0, cpu = 0, p99 = 0;
   for (const auto &r : rs) {
     for (uint64_t n : r.stats.tasks_run) tasks += n;
@@ -108,11 +112,13 @@ void print_bench(const std::vector<ptsh::Result> &rs, double wall_ms, unsigned t
     if (q > p99) p99 = q;
   }
   std::printf("bench tenants=%zu threads=%u wall_ms=%.1f tasks=%llu tasks_per_s=%.0f cpu_ms=%.1f "
-              "max_delay_p99_us=%.1f failed=%d\n",
+              "max_delay_p99_us=%.1f failed=%d run_ms=%.3f run_cpu_ms=%.3f setup_ms=%.1f "
+              "teardown_ms=%.1f\n",
               rs.size(), threads, wall_ms, (unsigned long long)tasks,
               tasks / (wall_ms / 1e3), cpu / 1e6, p99 / 1e3,
               static_cast<int>(std::count_if(rs.begin(), rs.end(),
-                                             [](const ptsh::Result &r) { return r.failed; })));
+                                             [](const ptsh::Result &r) { return r.failed; })),
+              tm.run_ns / 1e6, tm.run_cpu_ns / 1e6, tm.setup_ns / 1e6, tm.teardown_ns / 1e6);
 }
 
 }  // namespace
@@ -160,7 +166,8 @@ int main(int argc, char **argv) {
   std::vector<ptsh::Result> rs;
   timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  int rc = ptsh::run(opts, specs, &rs);
+  ptsh::Timing tm;
+  int rc = ptsh::run(opts, specs, &rs, &tm);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   ptsh::shutdown();
   if (rc != 0) {
@@ -170,7 +177,7 @@ int main(int argc, char **argv) {
   std::fflush(stdout);
   if (bench) {
     print_bench(rs, (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6,
-                opts.threads);
+                opts.threads, tm);
   } else if (json) {
     print_json(rs);
   } else {

@@ -289,9 +289,17 @@
     if (typeof cb !== 'function') throw new TypeError('setTimeout: the callback must be a function');
     let d = Math.trunc(Number(ms));
     if (!(d > 0)) d = 0;
-    return native.setTimeout(args.length ? () => cb(...args) : cb, d);
+    return native.setTimeout(args.length ? () => cb(...args) : cb, d, false);
   }
+  function setInterval(cb, ms = 0, ...args) {
+    if (typeof cb !== 'function') throw new TypeError('setInterval: the callback must be a function');
+    let d = Math.trunc(Number(ms));
+    if (!(d > 0)) d = 0;
+    return native.setTimeout(args.length ? () => cb(...args) : cb, d, true);
+  }
+  // One id space for timeouts and intervals (HTML): either clears either.
   function clearTimeout(id) { if (typeof id === 'number') native.clearTimeout(id); }
+  function clearInterval(id) { clearTimeout(id); }
   function queueMicrotask(cb) {
     if (typeof cb !== 'function') throw new TypeError('queueMicrotask: the callback must be a function');
     native.queueMicrotask(cb);
@@ -329,7 +337,8 @@
 
   for (const [name, value] of Object.entries({ DOMException, Event, EventTarget, TaskPriorityChangeEvent,
     AbortSignal, TaskSignal, AbortController, TaskController, Scheduler,
-    setTimeout, clearTimeout, queueMicrotask, console, performance, host })) {
+    setTimeout, clearTimeout, setInterval, clearInterval, queueMicrotask, console,
+    performance, host })) {
     define(g, name, value);
   }
   define(g, 'scheduler', new Scheduler(secret));
