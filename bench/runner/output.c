@@ -511,8 +511,9 @@ static const char *suite_text(const char *s) {
            "the ptsched binding and in Node with npm's scheduler-polyfill, one process a sample, "
            "timed inside the script: `post_run_*` (tasks.js, 3000 postTasks over 3 priorities) "
            "and `yield_*` (yield.js, 5000 yields), the systems interleaved. `scale_tT_aA`: A "
-           "tenants of tasks.js on T threads, the wall time of 4x the tasks minus that of 1x "
-           "over the extra tasks (start-up and realms cancel). `latency_<policy>`: two latency.js "
+           "tenants of tasks.js on T threads, the scripts' run window (run_ms, from the scripts' "
+           "start to idle, every realm made before) of 4x the tasks minus that of 1x, over the "
+           "extra tasks; `cpu_*` the same from the pool threads' CPU time. `latency_<policy>`: two latency.js "
            "tenants on one thread, each flooding and probing, the worse user-blocking p99. `leak_strict`: leak-probe.js "
            "against leak-victim.js on one thread, the probe's accuracy over 40 windows as a "
            "binary symmetric channel's capacity.";
