@@ -167,7 +167,7 @@ TEST_F(WatchdogTest, RescuedGroupsSpreadOverTheOtherThreads) {
   pts_agent *hog = NewAgent(pool, "hog", 0);
   std::vector<pts_agent *> ns;
   for (int i = 0; i < 4; i++) {
-    char name[8];
+    char name[16];
     std::snprintf(name, sizeof name, "n%d", i);
     ns.push_back(NewAgent(pool, name, 0));
   }
