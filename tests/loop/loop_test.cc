@@ -705,6 +705,31 @@ TEST(Loop, InboxBurstEndsWhenATaskQueuesWork) {
   EXPECT_EQ(pts_loop_free(loop), 0);
 }
 
+TEST(Loop, ADueTimerEndsAnInboxPass) {
+  // A pass applies up to 1024 commands; while other work waits (here a due
+  // timer, then its queued task) it ends at the next look (every 64): the
+  // timer's task runs before the rest of a flood is applied, not after it
+  // (issue 32, the flood scenario).
+  pts_loop *loop = new_loop(true); /* virtual clock: the timer is due now */
+  pts_global *g = pts_loop_default_global(loop);
+  struct Order {
+    int applied = 0, timer_at = -1;
+  } o;
+  ASSERT_EQ(pts_timer_start(g, 0, [](void *d, int status) {
+    auto *x = static_cast<Order *>(d);
+    if (status == 0) x->timer_at = x->applied;
+  }, &o, nullptr), 0);
+  for (int i = 0; i < 300; i++)
+    ASSERT_EQ(pts_loop_call_from_any_thread(loop, [](void *d, int status) {
+      if (status == 0) static_cast<Order *>(d)->applied++;
+    }, &o), 0);
+  EXPECT_EQ(pts_loop_run(loop, PTS_RUN_UNTIL_IDLE), 1);
+  EXPECT_EQ(300, o.applied);
+  EXPECT_GE(o.timer_at, 0);
+  EXPECT_LT(o.timer_at, 64) << "the timer waited for the whole flood";
+  EXPECT_EQ(pts_loop_free(loop), 0);
+}
+
 TEST(Loop, InboxBurstEndsAtAStop) {
   // A stop requested by a task of the burst is seen at the next task
   // boundary: m2 stays in the inbox for the next run.
