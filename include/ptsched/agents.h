@@ -66,11 +66,12 @@ PTS_EXTERN const char *pts_policy_name(int policy);
 
 /** Limits of one agent (since 5.0; docs/agents.md, "Quotas"). Each field
  * is a count the agent may hold at once: 0 takes the pool's default
- * (pts_pool_options.limits; 0 there too: no limit), PTS_LIMIT_NONE (or
- * any value from 2^63 on) means no limit whatever the default. A call that would pass a limit fails with
- * PTS_EQUOTA and does nothing; the agent's other work, and every other
- * agent's, is untouched, and every task admitted before still runs or
- * settles exactly once. Usage is in pts_agent_stats. */
+ * (pts_pool_options.limits; 0 there too: no limit); PTS_LIMIT_NONE, or any
+ * value from 2^63 on, means no limit whatever the default. A call that
+ * would pass a limit fails with PTS_EQUOTA and does nothing; the agent's
+ * other work, and every other agent's, is untouched, and every task
+ * admitted before still runs or settles exactly once. Usage is in
+ * pts_agent_stats. */
 typedef struct pts_agent_limits {
   /** Pending scheduler tasks of the agent's loop: postTask tasks, delayed
    * ones included, yield continuations, and the task running now. A post
@@ -78,9 +79,8 @@ typedef struct pts_agent_limits {
    * the agent's thread with PTS_EQUOTA; a cross-thread post that reaches
    * it when applied is settled instead: its done gets PTS_EQUOTA (the
    * callback of pts_agent_post_task_req gets status PTS_EQUOTA), it never
-   * runs. Cross-thread posts count like the agent's own: a flood into its
-   * inbox fills this limit too (limits.inbox bounds how much waits in the
-   * inbox, this limit what waits in the loop). */
+   * runs. Cross-thread tasks count here like the agent's own; limits.inbox
+   * bounds how many of them there can be (see there). */
   uint64_t tasks;
   /** Bytes the agent's loop holds from the allocator for its tasks,
    * promises, reactions, timers, microtasks, idle callbacks and
@@ -173,8 +173,8 @@ typedef struct pts_pool_options {
  * defaults) and is read, not kept. *out gets the pool; free it with
  * pts_pool_shutdown(). Any thread.
  * @retval 0 success. @retval PTS_EINVAL out is NULL, an unknown policy, a
- * quantum over 1 s or a watchdog_ns out of range. @retval PTS_ENOMEM out of memory or threads could not be
- * started. */
+ * quantum over 1 s or a watchdog_ns out of range. @retval PTS_ENOMEM out
+ * of memory or threads could not be started. */
 PTS_EXTERN int pts_pool_new(const pts_pool_options *opts, pts_pool **out);
 /** Stops the threads after destroying every agent still running (their
  * pending work is released: promises rejected, callbacks given
