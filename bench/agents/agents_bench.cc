@@ -18,6 +18,8 @@
 #endif
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <atomic>
 #include <thread>
 #include <vector>
@@ -40,23 +42,33 @@ void busy_ns(uint64_t ns) {
 
 pts_value nop_task(void *, int) { return pts_undefined(); }
 
+// Every call's status is checked: a benchmark on a failed set-up would
+// measure nothing, so it stops with the call's name and code.
+void must(int rc, const char *what) {
+  if (rc == 0) return;
+  std::fprintf(stderr, "agents_bench: %s: %s\n", what, pts_err_name(rc));
+  std::abort();
+}
+
 void BM_CrossThreadPost(benchmark::State &state) {
   const int64_t n = state.range(0);
   pts_pool_options o = {2, PTS_POLICY_STRICT, 1, 0, false, 0, {0, 0, 0}, 0, nullptr, nullptr};
   pts_pool *p;
-  pts_pool_new(&o, &p);
+  must(pts_pool_new(&o, &p), "pts_pool_new");
   pts_agent_options ao = PTS_AGENT_OPTIONS_INIT;
   ao.thread = 1;
   pts_agent *a;
-  pts_agent_new(p, &ao, &a);
+  must(pts_agent_new(p, &ao, &a), "pts_agent_new");
   for (auto _ : state) {
-    for (int64_t i = 0; i < n; i++) pts_agent_post_task(a, nullptr, nop_task, nullptr, nullptr, nullptr, nullptr);
-    pts_agent_drain(a);
+    for (int64_t i = 0; i < n; i++)
+      must(pts_agent_post_task(a, nullptr, nop_task, nullptr, nullptr, nullptr, nullptr),
+           "pts_agent_post_task");
+    must(pts_agent_drain(a), "pts_agent_drain");
   }
   state.counters["ns_per_task"] = benchmark::Counter(
       static_cast<double>(state.iterations()) * static_cast<double>(n),
       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-  pts_pool_shutdown(p);
+  must(pts_pool_shutdown(p), "pts_pool_shutdown");
   pts_agent_unref(a);
 }
 BENCHMARK(BM_CrossThreadPost)->Arg(1000000)->Iterations(1)->Repetitions(5)
@@ -68,19 +80,20 @@ void BM_CrossThreadQueueTask(benchmark::State &state) {
   const int64_t n = state.range(0);
   pts_pool_options o = {2, PTS_POLICY_STRICT, 1, 0, false, 0, {0, 0, 0}, 0, nullptr, nullptr};
   pts_pool *p;
-  pts_pool_new(&o, &p);
+  must(pts_pool_new(&o, &p), "pts_pool_new");
   pts_agent_options ao = PTS_AGENT_OPTIONS_INIT;
   ao.thread = 1;
   pts_agent *a;
-  pts_agent_new(p, &ao, &a);
+  must(pts_agent_new(p, &ao, &a), "pts_agent_new");
   for (auto _ : state) {
-    for (int64_t i = 0; i < n; i++) pts_agent_queue_task(a, PTS_SOURCE_MESSAGE, nop_fn, nullptr);
-    pts_agent_drain(a);
+    for (int64_t i = 0; i < n; i++)
+      must(pts_agent_queue_task(a, PTS_SOURCE_MESSAGE, nop_fn, nullptr), "pts_agent_queue_task");
+    must(pts_agent_drain(a), "pts_agent_drain");
   }
   state.counters["ns_per_task"] = benchmark::Counter(
       static_cast<double>(state.iterations()) * static_cast<double>(n),
       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-  pts_pool_shutdown(p);
+  must(pts_pool_shutdown(p), "pts_pool_shutdown");
   pts_agent_unref(a);
 }
 BENCHMARK(BM_CrossThreadQueueTask)->Arg(1000000)->Iterations(1)->Repetitions(5)
@@ -96,7 +109,7 @@ struct Chain {
     if (status != 0) return;
     if (c->s == nullptr) c->s = pts_global_scheduler(pts_loop_default_global(pts_agent_loop(c->a)));
     if (--c->left > 0) {
-      pts_scheduler_post(c->s, step, c, nullptr);
+      must(pts_scheduler_post(c->s, step, c, nullptr), "pts_scheduler_post");
     } else {
       c->finished->fetch_add(1, std::memory_order_release);
     }
@@ -109,9 +122,9 @@ void BM_Scaling(benchmark::State &state) {
   const int64_t total = 200000;
   pts_pool_options o = {2, policy, 1, 100000 /* 100 us slots */, false, 0, {0, 0, 0}, 0, nullptr, nullptr};
   pts_pool *p;
-  pts_pool_new(&o, &p);
+  must(pts_pool_new(&o, &p), "pts_pool_new");
   std::vector<pts_agent *> as(static_cast<size_t>(agents));
-  for (auto &a : as) pts_agent_new(p, nullptr, &a);
+  for (auto &a : as) must(pts_agent_new(p, nullptr, &a), "pts_agent_new");
   std::vector<Chain> chains(as.size());
   std::atomic<int> finished{0};
   for (auto _ : state) {
@@ -121,7 +134,8 @@ void BM_Scaling(benchmark::State &state) {
       chains[i].s = nullptr;
       chains[i].left = total / agents;
       chains[i].finished = &finished;
-      pts_agent_queue_task(as[i], PTS_SOURCE_GENERIC, Chain::step, &chains[i]);
+      must(pts_agent_queue_task(as[i], PTS_SOURCE_GENERIC, Chain::step, &chains[i]),
+           "pts_agent_queue_task");
     }
     while (finished.load(std::memory_order_acquire) < agents) std::this_thread::yield();
   }
@@ -129,7 +143,7 @@ void BM_Scaling(benchmark::State &state) {
       static_cast<double>(state.iterations()) * static_cast<double>(total / agents * agents),
       benchmark::Counter::kIsRate);
   state.SetLabel(pts_policy_name(policy));
-  pts_pool_shutdown(p);
+  must(pts_pool_shutdown(p), "pts_pool_shutdown");
   for (auto *a : as) pts_agent_unref(a);
 }
 BENCHMARK(BM_Scaling)
@@ -151,7 +165,7 @@ struct Flood {
     if (f->stop->load(std::memory_order_relaxed)) return;
     pts_post_options po = PTS_POST_OPTIONS_INIT;
     po.priority = PTS_PRIORITY_BACKGROUND;
-    pts_scheduler_post(f->s, step, f, &po);
+    must(pts_scheduler_post(f->s, step, f, &po), "pts_scheduler_post");
   }
 };
 
@@ -173,11 +187,11 @@ void BM_Latency(benchmark::State &state) {
   const int samples = 4000;
   pts_pool_options o = {1, policy, 1, 0, false, 0, {0, 0, 0}, 0, nullptr, nullptr};
   pts_pool *p;
-  pts_pool_new(&o, &p);
+  must(pts_pool_new(&o, &p), "pts_pool_new");
   pts_agent *victim;
-  pts_agent_new(p, nullptr, &victim);
+  must(pts_agent_new(p, nullptr, &victim), "pts_agent_new");
   std::vector<pts_agent *> flooders(8);
-  for (auto &a : flooders) pts_agent_new(p, nullptr, &a);
+  for (auto &a : flooders) must(pts_agent_new(p, nullptr, &a), "pts_agent_new");
   std::vector<uint64_t> all;
   for (auto _ : state) {
     std::atomic<bool> stop{false};
@@ -185,7 +199,8 @@ void BM_Latency(benchmark::State &state) {
     for (size_t i = 0; i < fl.size(); i++) {
       fl[i].a = flooders[i];
       fl[i].stop = &stop;
-      pts_agent_queue_task(flooders[i], PTS_SOURCE_GENERIC, Flood::step, &fl[i]);
+      must(pts_agent_queue_task(flooders[i], PTS_SOURCE_GENERIC, Flood::step, &fl[i]),
+           "pts_agent_queue_task");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     std::vector<uint64_t> delays;
@@ -200,12 +215,13 @@ void BM_Latency(benchmark::State &state) {
       }
       next += 200000;
       probes[i] = Probe{now_ns(), &delays, &done};
-      pts_agent_post_task(victim, &po, probe_task, &probes[i], nullptr, nullptr, nullptr);
+      must(pts_agent_post_task(victim, &po, probe_task, &probes[i], nullptr, nullptr, nullptr),
+           "pts_agent_post_task");
     }
     while (done.load(std::memory_order_acquire) < samples) std::this_thread::yield();
     stop.store(true);
-    for (auto *a : flooders) pts_agent_drain(a);
-    pts_agent_drain(victim);
+    for (auto *a : flooders) must(pts_agent_drain(a), "pts_agent_drain");
+    must(pts_agent_drain(victim), "pts_agent_drain");
     all.insert(all.end(), delays.begin(), delays.end());
   }
   std::sort(all.begin(), all.end());
@@ -216,7 +232,7 @@ void BM_Latency(benchmark::State &state) {
   state.counters["p99_us"] = pct(0.99);
   state.counters["p999_us"] = pct(0.999);
   state.SetLabel(pts_policy_name(policy));
-  pts_pool_shutdown(p);
+  must(pts_pool_shutdown(p), "pts_pool_shutdown");
   pts_agent_unref(victim);
   for (auto *a : flooders) pts_agent_unref(a);
 }
