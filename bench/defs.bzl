@@ -7,7 +7,7 @@ def pts_benchmark(name, srcs, deps = ["//:ptsched"], linkopts = [], **kwargs):
     cc_binary(
         name = name,
         srcs = srcs,
-        deps = deps + ["//:allocator"],
+        deps = deps + ["//:allocator", "//bench:bench_loop"],
         linkopts = linkopts + ["-lbenchmark", "-lpthread"],
         **kwargs
     )

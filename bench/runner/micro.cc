@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_loop.h"
 #include "ptsched.h"
 
 namespace {
@@ -25,23 +26,13 @@ pts_value CountCb(void *data, int status) {
   return pts_undefined();
 }
 
-struct Loop {
-  pts_loop *loop = nullptr;
-  pts_scheduler *s = nullptr;
-  Loop() {
-    pts_loop_new(nullptr, &loop);
-    s = pts_global_scheduler(pts_loop_default_global(loop));
-  }
-  ~Loop() { pts_loop_free(loop); }
-};
-
 void SetNs(benchmark::State &state, double items) {
   state.counters["ns_per_item"] =
       benchmark::Counter(items, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 void BM_PostRunCallback(benchmark::State &state) {
-  Loop l;
+  BenchLoop l;
   size_t n = 0;
   pts_post_options o = PTS_POST_OPTIONS_INIT;
   for (auto _ : state) {
@@ -54,7 +45,7 @@ void BM_PostRunCallback(benchmark::State &state) {
 BENCHMARK(BM_PostRunCallback);
 
 void BM_PostRunPromise(benchmark::State &state) {
-  Loop l;
+  BenchLoop l;
   size_t n = 0;
   pts_post_options o = PTS_POST_OPTIONS_INIT;
   for (auto _ : state) {
@@ -87,7 +78,7 @@ void ChainStep(void *data, int status) {
 }
 
 void BM_YieldRoundTrip(benchmark::State &state) {
-  Loop l;
+  BenchLoop l;
   const bool yield = state.range(0) != 0;
   for (auto _ : state) {
     Chain c{l.s, 1000, yield};
@@ -101,7 +92,7 @@ BENCHMARK(BM_YieldRoundTrip)->Arg(1)->ArgName("yield");
 BENCHMARK(BM_YieldRoundTrip)->Arg(0)->ArgName("yield");
 
 void BM_SetPriority(benchmark::State &state) {
-  Loop l;
+  BenchLoop l;
   pts_controller *c = nullptr;
   pts_task_controller_new(l.loop, PTS_PRIORITY_BACKGROUND, &c);
   pts_post_options o = PTS_POST_OPTIONS_INIT;
@@ -123,7 +114,7 @@ void BM_AbortPerTask(benchmark::State &state) {
   const int64_t n = state.range(0);
   for (auto _ : state) {
     state.PauseTiming();
-    auto *l = new Loop;
+    auto *l = new BenchLoop;
     pts_controller *c = nullptr;
     pts_abort_controller_new(l->loop, &c);
     pts_post_options o = PTS_POST_OPTIONS_INIT;
@@ -144,7 +135,7 @@ BENCHMARK(BM_AbortPerTask)->Arg(10000)->Iterations(50);
 
 // A loop running on its own thread; the benchmark thread streams posts.
 void BM_CrossThreadPost(benchmark::State &state) {
-  Loop l;
+  BenchLoop l;
   pts_global *g = pts_loop_default_global(l.loop);
   std::atomic<size_t> ran{0};
   std::thread t([&] { pts_loop_run(l.loop, PTS_RUN_FOREVER); });

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "bench/bench_loop.h"
 #include "ptsched.h"
 #include "sched/sched_internal.h"
 
@@ -37,17 +38,6 @@ uint64_t TotalAllocatedBytes() {
   return allocated;
 }
 
-struct Loop {
-  pts_loop *loop = nullptr;
-  pts_scheduler *s = nullptr;
-  Loop() {
-    pts_loop_new(nullptr, &loop);
-    s = pts_global_scheduler(pts_loop_default_global(loop));
-  }
-  ~Loop() { pts_loop_free(loop); }
-  void Drain() { pts_loop_run(loop, PTS_RUN_UNTIL_IDLE); }
-};
-
 void CountTask(void *data, int) { ++*static_cast<uint64_t *>(data); }
 pts_value CountTaskValue(void *data, int) {
   ++*static_cast<uint64_t *>(data);
@@ -67,7 +57,7 @@ void SetPerTask(benchmark::State &state, uint64_t tasks, uint64_t bytes) {
 // cost without memory misses.
 void BM_PostRunCallback(benchmark::State &state) {
   const int burst = static_cast<int>(state.range(0));
-  Loop l;
+  BenchLoop l;
   uint64_t ran = 0;
   for (int i = 0; i < burst; i++) pts_scheduler_post(l.s, CountTask, &ran, nullptr);
   l.Drain();
@@ -86,7 +76,7 @@ BENCHMARK(BM_PostRunCallback)->Arg(kBurst)->Arg(1000)->ArgName("burst")->Unit(be
 // Post only (no run), to split the cost: the loop is drained untimed.
 void BM_PostOnlyCallback(benchmark::State &state) {
   const int burst = static_cast<int>(state.range(0));
-  Loop l;
+  BenchLoop l;
   uint64_t ran = 0, tasks = 0;
   for (int i = 0; i < burst; i++) pts_scheduler_post(l.s, CountTask, &ran, nullptr);
   l.Drain();
@@ -103,7 +93,7 @@ void BM_PostOnlyCallback(benchmark::State &state) {
 BENCHMARK(BM_PostOnlyCallback)->Arg(kBurst)->Arg(1000)->ArgName("burst")->Unit(benchmark::kMicrosecond);
 
 void BM_PostRunPromise(benchmark::State &state) {
-  Loop l;
+  BenchLoop l;
   uint64_t ran = 0;
   for (int i = 0; i < kBurst; i++)
     pts_scheduler_post_task(l.s, CountTaskValue, &ran, nullptr, nullptr);
@@ -125,7 +115,7 @@ BENCHMARK(BM_PostRunPromise)->Unit(benchmark::kMillisecond);
 void BM_PostRunSignals(benchmark::State &state) {
   const int n = static_cast<int>(state.range(0));
   const bool promise = state.range(1) != 0;
-  Loop l;
+  BenchLoop l;
   std::vector<pts_controller *> cs(n);
   std::vector<pts_post_options> opts(n);
   for (int i = 0; i < n; i++) {
@@ -164,7 +154,7 @@ BENCHMARK(BM_PostRunSignals)
 // queues in the heaps: must not depend on n.
 void BM_SetPriorityPending(benchmark::State &state) {
   const int n = static_cast<int>(state.range(0));
-  Loop l;
+  BenchLoop l;
   pts_controller *c;
   pts_task_controller_new(l.loop, PTS_PRIORITY_USER_VISIBLE, &c);
   pts_post_options o = PTS_POST_OPTIONS_INIT;
@@ -191,7 +181,7 @@ BENCHMARK(BM_SetPriorityPending)->Arg(1000)->Arg(100000)->ArgName("pending");
 // Abort with n pending tasks on one signal: ns per aborted task.
 void BM_AbortPending(benchmark::State &state) {
   const int n = static_cast<int>(state.range(0));
-  Loop l;
+  BenchLoop l;
   uint64_t ran = 0, tasks = 0;
   for (auto _ : state) {
     state.PauseTiming();
@@ -222,7 +212,7 @@ void YieldStep(void *data, int status) {
   if (status == 0 && --y->left > 0) pts_scheduler_yield_cb(y->s, nullptr, YieldStep, y);
 }
 void BM_YieldRoundTrip(benchmark::State &state) {
-  Loop l;
+  BenchLoop l;
   uint64_t rounds = 0, bytes = 0;
   for (auto _ : state) {
     YieldLoop y{l.s, kBurst};

@@ -5,21 +5,16 @@
 
 #include <vector>
 
+#include "bench/bench_loop.h"
 #include "ptsched.h"
 #include "sched/signal_internal.h"
 
 namespace {
 
-struct Loop {
-  pts_loop *loop = nullptr;
-  Loop() { pts_loop_new(nullptr, &loop); }
-  ~Loop() { pts_loop_free(loop); }
-};
-
 void BM_SetPriorityFanOut(benchmark::State &state) {
   const int n = static_cast<int>(state.range(0));
   const bool listeners = state.range(1) != 0;
-  Loop l;
+  BenchLoop l;
   pts_controller *c = nullptr;
   pts_task_controller_new(l.loop, PTS_PRIORITY_USER_VISIBLE, &c);
   pts_task_signal_any_init init = {PTS_PRIORITY_USER_VISIBLE, pts_controller_signal(c)};
@@ -47,7 +42,7 @@ BENCHMARK(BM_SetPriorityFanOut)->Args({10000, 0})->Args({10000, 1})->ArgNames({"
 void BM_Any(benchmark::State &state) {
   const int n = static_cast<int>(state.range(0));
   const bool task = state.range(1) != 0;
-  Loop l;
+  BenchLoop l;
   std::vector<pts_controller *> cs(n);
   std::vector<pts_signal *> sigs(n);
   for (int i = 0; i < n; i++) {
@@ -75,7 +70,7 @@ BENCHMARK(BM_Any)
 
 // any() over an input that is itself dependent on 100 sources: flattening.
 void BM_AnyFlatten100(benchmark::State &state) {
-  Loop l;
+  BenchLoop l;
   std::vector<pts_controller *> cs(100);
   std::vector<pts_signal *> sigs(100);
   for (int i = 0; i < 100; i++) {
