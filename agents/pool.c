@@ -175,7 +175,7 @@ void pts__agent_push(pts_agent *a, pts__command *cmd) {
    * inbox, the teardown may free it (destroy protocol step 3). The agent's
    * wake hook, called directly, touches the handle (the caller's reference)
    * and, when it pushes the node, the worker (counted in wakers). */
-  pts__loop_push_command(a->loop, cmd);
+  pts__loop_push_command_from_any_thread(a->loop, cmd);
   pts__agent_wake(a);
 }
 

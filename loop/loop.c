@@ -326,7 +326,7 @@ static void wake_owner(pts_loop *loop) {
     pts__parker_unpark(&loop->parker);
 }
 
-void pts__loop_push_command(pts_loop *loop, pts__command *cmd) {
+void pts__loop_push_command_from_any_thread(pts_loop *loop, pts__command *cmd) {
   pts__mpsc_push(&loop->inbox, &cmd->node);
 }
 

@@ -165,7 +165,7 @@ void pts__loop_send_from_any_thread(pts_loop *loop, pts__command *cmd);
 /* Any thread: the push alone, for a producer that wakes the loop's driver
  * by its own means (the agents layer) and must not touch the loop after
  * its command is in the inbox. */
-void pts__loop_push_command(pts_loop *loop, pts__command *cmd);
+void pts__loop_push_command_from_any_thread(pts_loop *loop, pts__command *cmd);
 /* pts_loop_free, except that the release of the inbox's commands (its step
  * 2) goes on until done(ctx) returns true: for commands whose producers are
  * known to be on their way (the agents layer's admissions). */

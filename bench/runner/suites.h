@@ -59,7 +59,7 @@ typedef void (*rb_leak_fn)(rb_ctx *ctx);
 void rb_leak_register(rb_leak_fn fn);
 void rb_suite_leak(rb_ctx *ctx);
 
-/* Helpers shared by the latency scenarios (suite_loop.c). */
+/* Helpers shared by the latency scenarios (latency.c). */
 
 /* Writes the CDF of delays (ns, sorted ascending) as "us fraction" lines to
  * DIR/data/<name>. */
