@@ -268,7 +268,7 @@ int pts_timer_start(pts_global *global, uint64_t delay_ms, pts_task_fn fn,
   int rc = pts__idmap_put(&loop->ids, &p->idn);
   if (rc == 0) {
     if (delay_ms == 0) {
-      /* A 0 ms timer queues its task at once, at the call (DESIGN.md). */
+      /* A 0 ms timer queues its task at once, at the call (docs/decisions.md). */
       pts__task_init(&p->u.task, global, ptimer_task, p);
       p->queued = true;
       rc = pts__task_queue(&p->u.task, PTS_SOURCE_TIMER);

@@ -524,8 +524,8 @@ static void queue_free(squeue *q) {
   pts__loop_pool_free(c->loop, q, sizeof *q);
 }
 
-/* spec: a queue's removal steps, with the decided fix (DESIGN.md, "Queue
- * removal steps"): the map entry is removed only if it still maps to this
+/* spec: a queue's removal steps, with the decided fix (docs/decisions.md,
+ * "queue removal steps"): the map entry is removed only if it still maps to this
  * queue, so a newer queue made under the same key keeps its entry. */
 static void queue_removal_steps(squeue *q) {
   if (!q->mapped) return; /* no map entry maps to it any more */

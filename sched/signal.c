@@ -1,7 +1,7 @@
 /* sched/signal.c: AbortSignal and TaskSignal (one struct, is_task tells them
  * apart), their controllers, the abort and priority graphs between signals,
  * AbortSignal.abort/timeout/any and TaskSignal.any (DOM "Aborting ongoing
- * activities" and spec section 3; shared/spec/controlling-tasks.md).
+ * activities" and the spec's section 3, "Controlling tasks").
  *
  * Invariants:
  * 1. Only non-dependent signals have dependents. create a dependent signal

@@ -198,7 +198,7 @@ TEST(Findings, DependentMadeDuringAPriorityChangeEndsWithItsSourcesPriority) {
 
 namespace {
 
-// DESIGN.md's decided removal-steps point, on both sides: a running task
+// docs/decisions.md's removal-steps point, on both sides: a running task
 // aborts its own signal, then posts again at the same fixed priority. Read
 // literally, the aborted task's complete steps would delete the map entry of
 // the newer queue and the second task would never run.

@@ -193,7 +193,7 @@ int Model::promise_resolve(int p, const Val &v) {
 }
 
 int Model::queue_microtask(const VoidFn &fn) {
-  // queueMicrotask captures the scheduling state (DESIGN.md, decided).
+  // queueMicrotask captures the scheduling state (docs/decisions.md).
   queue_job([this, fn] { invoke([&] { fn(); }); }, current_state_);
   return 0;
 }
@@ -537,7 +537,7 @@ Handle *Model::create_handle(Outcome *out, Signal *signal) {
         StatusFn fn = out->direct;
         invoke([&] { fn(kEABORT); });
       }
-      // DESIGN.md: aborting a delayed task removes its timer (the spec lets
+      // docs/decisions.md: aborting a delayed task removes its timer (the spec lets
       // it run and find the signal aborted; only the virtual clock's stops
       // in pts_loop_advance can tell the difference).
       if (h->delay != nullptr) {
@@ -554,7 +554,7 @@ Handle *Model::create_handle(Outcome *out, Signal *signal) {
 }
 
 // spec: select the scheduler task queue. Removal steps remove the map entry
-// only if it still maps to this queue (DESIGN.md: the seed text's defect).
+// only if it still maps to this queue (docs/decisions.md: the seed text's defect).
 Queue *Model::select_queue(Scheduler *s, Signal *sig, bool cont) {
   if (!has_fixed_priority(sig)) {
     auto key = std::make_pair(sig, cont);
@@ -832,7 +832,7 @@ Timer *Model::start_timer(Global *g, uint64_t delay_ns, VoidFn completion) {
   return t;
 }
 
-// setTimeout-like: a 0 ms timer queues its task at the call (DESIGN.md).
+// setTimeout-like: a 0 ms timer queues its task at the call (docs/decisions.md).
 int Model::timer_start(int gi, uint64_t ms, const VoidFn &fn) {
   if (gi < 0 || gi >= (int)globals_.size()) return kEINVAL;
   Global *g = globals_[gi];

@@ -1,7 +1,7 @@
 // tests/model/model.h: the reference model. A naive, literal transcription of
-// the spec algorithms (../shared/spec/: §2 scheduling, §3 controlling tasks
+// the spec algorithms (the spec's §2 scheduling, §3 controlling tasks
 // with the DOM AbortSignal algorithms, §4 event-loop modifications), plus the
-// project's decided open points (../shared/DESIGN.md, docs/decisions.md) and
+// project's decided open points (docs/decisions.md) and
 // the default policy between scheduler tasks and other task sources
 // (docs/loop.md). It shares no code with the library: plain lists scanned in
 // full, the enqueue order as a counter, signals with lists of algorithms,

@@ -332,7 +332,7 @@ TEST_F(Scheduler, AbortSignalTimeoutAbortsADelayedTask) {
   ExpectNoLiveTasks();
 }
 
-// ---- the decided removal-steps defect (DESIGN.md) ----
+// ---- the decided removal-steps defect (docs/decisions.md) ----
 
 TEST_F(Scheduler, RemovalStepsKeepANewerQueueOfTheSameKey) {
   // A running task aborts its own signal (its queue's removal steps run

@@ -175,7 +175,7 @@ TEST_F(PostTaskThenDetach, TaskFromARemovedFrameDoesNotRun) {
   Run();
   Advance(10);
   EXPECT_FALSE(did_run);
-  // ptsched: the pending promise is rejected, not left pending (DESIGN.md).
+  // ptsched: the pending promise is rejected, not left pending (docs/decisions.md).
   EXPECT_TRUE(RejectedWith(p, PTS_ECANCELED));
   ExpectNoLiveTasks();
 }

@@ -719,7 +719,7 @@ TEST_F(YieldThenDetach, YieldFromARemovedFrame) {
   Advance(10);
   EXPECT_FALSE(did_run);
   // ptsched: the pending yield() promise is rejected, not left pending
-  // (DESIGN.md); WPT only checks that the continuation did not run.
+  // (docs/decisions.md); WPT only checks that the continuation did not run.
   EXPECT_TRUE(RejectedWith(yp, PTS_ECANCELED));
   ExpectNoLiveTasks();
 }
