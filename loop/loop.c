@@ -1,7 +1,10 @@
-/* loop/loop.c: one event loop: its owner thread, run modes, the inbox, the
- * ordinary task queues of its globals, the choice of the next task (the
- * default policy of docs/loop.md), microtasks, the scheduling state, the
- * provider hook and the per-loop block pool.
+/* loop/loop.c: one event loop: its owner thread, run modes, the inbox's
+ * owner side, the ordinary task queues of its globals, the choice of the
+ * next task (the default policy of docs/loop.md), the provider hook and the
+ * hooks a worker pool drives it by. Beside it: inbox.c (the producers'
+ * side), microtask.c (microtasks, checkpoints, the scheduling state),
+ * blocks.c (the per-loop block pool) and lifetime.c (creation, the
+ * shutdown protocol below, globals).
  *
  * Invariant: only the owner thread touches anything but the inbox, the
  * parker, stop_requested, running and owner. Every task, microtask and
@@ -47,13 +50,6 @@
 #include "sync/nodecache.h"
 #include "sync/intrusive.h"
 
-/* The pool is bypassed under AddressSanitizer so it sees every block's
- * lifetime (a pooled block would hide a use after free). */
-#if defined(__SANITIZE_ADDRESS__)
-#define POOL_BYPASS 1
-#else
-#define POOL_BYPASS 0
-#endif
 
 /* Commands drained per inbox pass: bounds the time between two tasks when
  * producers post faster than the loop runs. A pass also ends early, at a
@@ -70,13 +66,13 @@
 /* A thread's id is the address of a thread-local: unique among live threads,
  * and free to read (no system call). */
 static _Thread_local char self_marker;
-static uintptr_t self_id(void) { return (uintptr_t)&self_marker; }
+uintptr_t pts__loop_self_id(void) { return (uintptr_t)&self_marker; }
 
 bool pts__loop_is_owner(const pts_loop *loop) {
   /* Relaxed: the owner only changes while no other thread may legitimately
    * use the loop; this is a debug check, not a synchronisation. */
   return atomic_load_explicit(&((pts_loop *)loop)->owner,
-                              memory_order_relaxed) == self_id();
+                              memory_order_relaxed) == pts__loop_self_id();
 }
 
 bool pts__loop_foreign(const pts_loop *loop, const char *fn) {
@@ -93,7 +89,7 @@ bool pts__loop_foreign(const pts_loop *loop, const char *fn) {
 
 void pts__loop_bind_thread(pts_loop *loop) {
   if (loop == NULL) return;
-  loop->bound = self_id();
+  loop->bound = pts__loop_self_id();
   atomic_store_explicit(&loop->owner, loop->bound, memory_order_relaxed);
 }
 
@@ -117,91 +113,9 @@ uint64_t pts_loop_now(pts_loop *loop) {
   return loop ? pts__loop_now_ns(loop) : 0;
 }
 
-/* ---- pool ---- */
-
-static unsigned pool_class(size_t size) { return (unsigned)((size + 15) / 16) - 1; }
-
-/* Whether the last NULL of this thread's pool_malloc was a byte limit
- * (pts__enomem): the loop's callers see only the NULL. */
-static _Thread_local bool quota_hit;
-
-int pts__enomem(void) {
-  if (!quota_hit) return PTS_ENOMEM;
-  quota_hit = false;
-  return PTS_EQUOTA;
-}
-
-static void quota_set(_Atomic uint64_t *c, uint64_t v) {
-  atomic_store_explicit(c, v, memory_order_relaxed);
-}
-
-static uint64_t quota_get(const _Atomic uint64_t *c) {
-  return atomic_load_explicit(c, memory_order_relaxed);
-}
-
-void pts__loop_set_byte_limit(pts_loop *loop, uint64_t limit) { loop->quota.byte_limit = limit; }
-void pts__loop_quota_refused_add(pts_loop *loop) {
-  quota_set(&loop->quota.refused, quota_get(&loop->quota.refused) + 1);
-}
-uint64_t pts__loop_quota_bytes(const pts_loop *loop) { return quota_get(&loop->quota.bytes); }
-uint64_t pts__loop_quota_refused(const pts_loop *loop) { return quota_get(&loop->quota.refused); }
-
-/* The pool's calls to the allocator, out of line: the hit path below stays
- * small enough to be inlined into every post (it is most of a post). A
- * block from the allocator counts against the loop's byte limit until the
- * loop is freed (blocks on the free lists stay held), one over POOL_MAX
- * until it is freed. */
-static __attribute__((noinline)) void *pool_malloc(pts_loop *loop, size_t size) {
-  uint64_t held = quota_get(&loop->quota.bytes);
-  quota_hit = false;
-  if (size > loop->quota.byte_limit - held) {
-    quota_hit = true;
-    pts__loop_quota_refused_add(loop);
-    return NULL;
-  }
-  void *b = pts__malloc(size);
-  if (b != NULL) quota_set(&loop->quota.bytes, held + size);
-  return b;
-}
-
-void *pts__loop_pool_alloc(pts_loop *loop, size_t size) {
-  if (size == 0) size = 1;
-  if (POOL_BYPASS || size > POOL_MAX) return pool_malloc(loop, size);
-  unsigned c = pool_class(size);
-  void *b = loop->pool[c];
-  if (b == NULL) return pool_malloc(loop, (size_t)(c + 1) * 16);
-  /* A hit counts as an allocation too (sync/alloc.h). */
-  if (pts__alloc_inject()) return NULL;
-  loop->pool[c] = *(void **)b;
-  return b;
-}
-
-void pts__loop_pool_free(pts_loop *loop, void *block, size_t size) {
-  if (block == NULL) return;
-  if (size == 0) size = 1;
-  if (POOL_BYPASS || size > POOL_MAX) {
-    pts__free(block);
-    quota_set(&loop->quota.bytes, quota_get(&loop->quota.bytes) - size);
-    return;
-  }
-  unsigned c = pool_class(size);
-  *(void **)block = loop->pool[c];
-  loop->pool[c] = block;
-}
-
-static void pool_release_all(pts_loop *loop) {
-  for (unsigned c = 0; c < POOL_CLASSES; c++) {
-    while (loop->pool[c] != NULL) {
-      void *b = loop->pool[c];
-      loop->pool[c] = *(void **)b;
-      pts__free(b);
-    }
-  }
-}
-
 /* ---- globals and their ready list ---- */
 
-static void ready_update(pts_global *g) {
+void pts__loop_ready_update(pts_global *g) {
   bool want = g->active && !g->detached && g->ntasks > 0;
   if (want == g->in_ready) return;
   pts_loop *l = g->loop;
@@ -221,7 +135,7 @@ static void ready_update(pts_global *g) {
   g->in_ready = want;
 }
 
-static pts_global *global_create(pts_loop *l) {
+pts_global *pts__loop_global_create(pts_loop *l) {
   pts_global *g = pts__calloc(1, sizeof *g);
   if (g == NULL) return NULL;
   g->loop = l;
@@ -259,7 +173,7 @@ int pts__task_queue(pts__task *t, pts_task_source source) {
   head->prev->next = t;
   head->prev = t;
   g->ntasks++;
-  ready_update(g);
+  pts__loop_ready_update(g);
   return 0;
 }
 
@@ -269,7 +183,7 @@ bool pts__task_dequeue(pts__task *t) {
   t->next->prev = t->prev;
   t->next = t->prev = NULL;
   t->global->ntasks--;
-  ready_update(t->global);
+  pts__loop_ready_update(t->global);
   return true;
 }
 
@@ -303,7 +217,7 @@ int pts_queue_task(pts_global *global, pts_task_source source, pts_task_fn fn,
   return pts__task_queue(&p->t, source);
 }
 
-static void release_tasks(pts_global *g) {
+void pts__loop_release_tasks(pts_global *g) {
   for (int s = 0; s < PTS_SOURCE_COUNT; s++) {
     while (g->q[s].next != &g->q[s]) {
       pts__task *t = g->q[s].next;
@@ -313,135 +227,7 @@ static void release_tasks(pts_global *g) {
   }
 }
 
-/* ---- inbox ---- */
-
-/* Wakes the owner: the pool's hook when attached, else the parker. */
-static void wake_owner(pts_loop *loop) {
-  /* acquire: pairs with the release store in pts__loop_pool_attach, so the
-   * ctx stored before it is seen. */
-  pts__wake_fn fn = atomic_load_explicit(&loop->wake_fn, memory_order_acquire);
-  if (fn != NULL)
-    fn(atomic_load_explicit(&loop->wake_ctx, memory_order_relaxed));
-  else
-    pts__parker_unpark(&loop->parker);
-}
-
-void pts__loop_push_command_from_any_thread(pts_loop *loop, pts__command *cmd) {
-  pts__mpsc_push(&loop->inbox, &cmd->node);
-}
-
-void pts__loop_send_from_any_thread(pts_loop *loop, pts__command *cmd) {
-  pts__mpsc_push(&loop->inbox, &cmd->node);
-  wake_owner(loop); /* after the push: protocol steps 3 and 4 */
-}
-
-typedef struct xpost {
-  pts__command cmd;
-  pts__task t;
-  pts_task_fn fn;
-  void *data;
-  pts_task_source source;
-} xpost;
-
-static void xpost_finish(xpost *x, int status) {
-  pts_task_fn fn = x->fn;
-  void *data = x->data;
-  pts__node_put(x); /* back to the producer's cache (sync/nodecache.h) */
-  fn(data, status);
-}
-
-static void xpost_run(void *d, int status) { xpost_finish(d, status); }
-
-static void xpost_cmd(pts__command *cmd, int status) {
-  xpost *x = container_of(cmd, xpost, cmd);
-  if (status == 0 && pts__task_queue(&x->t, x->source) == 0) return;
-  pts_loop *loop = x->t.global->loop;
-  pts__script_enter(loop);
-  xpost_finish(x, PTS_ECANCELED);
-  pts__script_leave(loop);
-}
-
-int pts_queue_task_from_any_thread(pts_global *global, pts_task_source source,
-                                   pts_task_fn fn, void *data) {
-  if (global == NULL || fn == NULL || (unsigned)source >= PTS_SOURCE_COUNT)
-    return PTS_EINVAL;
-  xpost *x = pts__node_get(sizeof *x);
-  if (x == NULL) return PTS_ENOMEM;
-  x->cmd.fn = xpost_cmd;
-  pts__task_init(&x->t, global, xpost_run, x);
-  x->fn = fn;
-  x->data = data;
-  x->source = source;
-  pts__loop_send_from_any_thread(global->loop, &x->cmd);
-  return 0;
-}
-
-/* A caller-owned request (pts_task_req): the command and the task, 64
- * bytes, so a request the caller aligns to a cache line crosses the cores
- * as one line. The task's own fn and data are the caller's (nothing is
- * freed before the call), and until the task is queued its order field
- * carries the source (queueing sets the order). */
-typedef struct xreq {
-  pts__command cmd;
-  pts__task t;
-} xreq;
-
-_Static_assert(sizeof(xreq) <= sizeof(pts_task_req), "pts_task_req is too small");
-_Static_assert(_Alignof(xreq) <= _Alignof(pts_task_req), "pts_task_req alignment");
-
-static void xreq_cmd(pts__command *cmd, int status) {
-  xreq *x = container_of(cmd, xreq, cmd);
-  pts_task_source source = (pts_task_source)x->t.order;
-  if (status == 0 && pts__task_queue(&x->t, source) == 0) return;
-  pts_loop *loop = x->t.global->loop;
-  pts__script_enter(loop);
-  x->t.fn(x->t.data, PTS_ECANCELED);
-  pts__script_leave(loop);
-}
-
-int pts_queue_task_req_from_any_thread(pts_global *global, pts_task_source source,
-                                       pts_task_req *req, pts_task_fn fn,
-                                       void *data) {
-  if (global == NULL || req == NULL || fn == NULL ||
-      (unsigned)source >= PTS_SOURCE_COUNT)
-    return PTS_EINVAL;
-  xreq *x = (xreq *)(void *)req;
-  x->cmd.fn = xreq_cmd;
-  pts__task_init(&x->t, global, fn, data);
-  x->t.order = (uint64_t)source;
-  pts__loop_send_from_any_thread(global->loop, &x->cmd);
-  return 0;
-}
-
-typedef struct xcall {
-  pts__command cmd;
-  pts_loop *loop;
-  pts_task_fn fn;
-  void *data;
-} xcall;
-
-static void xcall_cmd(pts__command *cmd, int status) {
-  xcall *x = container_of(cmd, xcall, cmd);
-  pts_loop *loop = x->loop;
-  pts_task_fn fn = x->fn;
-  void *data = x->data;
-  pts__node_put(x);
-  pts__script_enter(loop);
-  fn(data, status);
-  pts__script_leave(loop);
-}
-
-int pts_loop_call_from_any_thread(pts_loop *loop, pts_task_fn fn, void *data) {
-  if (loop == NULL || fn == NULL) return PTS_EINVAL;
-  xcall *x = pts__node_get(sizeof *x);
-  if (x == NULL) return PTS_ENOMEM;
-  x->cmd.fn = xcall_cmd;
-  x->loop = loop;
-  x->fn = fn;
-  x->data = data;
-  pts__loop_send_from_any_thread(loop, &x->cmd);
-  return 0;
-}
+/* ---- inbox: the consumer side (the producers' side is inbox.c) ---- */
 
 /* Records a pass that applied n commands (the deepest pass is a statistic
  * of the agents layer: pts__loop_take_drained_max). */
@@ -483,7 +269,7 @@ static int drain_inbox(pts_loop *loop, uint32_t already) {
   return i;
 }
 
-static void cancel_inbox(pts_loop *loop) {
+void pts__loop_cancel_inbox(pts_loop *loop) {
   /* A producer between its two push steps is a caller's bug at free time
    * (the loop must outlive the call); wait it out rather than lose it. */
   while (!pts__mpsc_is_empty(&loop->inbox)) {
@@ -493,166 +279,6 @@ static void cancel_inbox(pts_loop *loop) {
     c->fn(c, PTS_ECANCELED);
   }
 }
-
-/* ---- microtasks ---- */
-
-void pts__loop_queue_microtask_node(pts_loop *loop, pts__microtask *mt) {
-  mt->next = NULL;
-  if (loop->mt_tail)
-    loop->mt_tail->next = mt;
-  else
-    loop->mt_head = mt;
-  loop->mt_tail = mt;
-}
-
-static pts__microtask *mt_pop(pts_loop *loop) {
-  pts__microtask *mt = loop->mt_head;
-  if (mt) {
-    loop->mt_head = mt->next;
-    if (loop->mt_head == NULL) loop->mt_tail = NULL;
-  }
-  return mt;
-}
-
-/* spec (HTML): perform a microtask checkpoint. Drains the queue, including
- * microtasks queued while it drains; not re-entrant. */
-static __attribute__((noinline)) void checkpoint(pts_loop *loop) {
-  if (loop->in_checkpoint) return;
-  loop->in_checkpoint = true;
-  pts__microtask *mt;
-  while ((mt = mt_pop(loop)) != NULL) mt->run(mt, 0);
-  loop->in_checkpoint = false;
-}
-
-void pts__loop_perform_checkpoint(pts_loop *loop) {
-  if (loop->mt_head != NULL) checkpoint(loop);
-}
-
-void pts__script_enter(pts_loop *loop) { loop->script_depth++; }
-
-void pts__script_leave(pts_loop *loop) {
-  if (--loop->script_depth == 0 && loop->mt_head != NULL) checkpoint(loop);
-}
-
-uint32_t pts__script_suspend(pts_loop *loop) {
-  uint32_t depth = loop->script_depth;
-  loop->script_depth = 0;
-  return depth;
-}
-
-void pts__script_resume(pts_loop *loop, uint32_t depth) { loop->script_depth = depth; }
-
-static void cancel_microtasks(pts_loop *loop) {
-  pts__microtask *mt;
-  while ((mt = mt_pop(loop)) != NULL) mt->run(mt, PTS_ECANCELED);
-}
-
-typedef struct qmt {
-  pts__microtask mt;
-  pts_loop *loop;
-  pts_task_fn fn;
-  void *data;
-  pts_sched_state *state; /* captured at queueMicrotask (HostMakeJobCallback) */
-} qmt;
-
-static void qmt_run(pts__microtask *mt, int status) {
-  qmt *q = (qmt *)mt;
-  pts_loop *loop = q->loop;
-  pts_task_fn fn = q->fn;
-  void *data = q->data;
-  pts_sched_state *state = q->state;
-  pts__loop_pool_free(loop, q, sizeof *q);
-  if (status == 0) {
-    /* HostCallJobCallback: the captured state is current while it runs,
-     * then null (spec section 4). */
-    pts__loop_swap_state(loop, state);
-    fn(data, 0);
-    pts__loop_swap_state(loop, NULL);
-  } else {
-    fn(data, status);
-  }
-  pts__state_unref(state);
-}
-
-/* The current scheduling state. An idle callback runs with the background
- * state (spec section 4), but the scheduler that makes it may be created only
- * inside the callback: then the state is made here, on first read. */
-static pts_sched_state *current_state(pts_loop *loop) {
-  if (loop->cur_state == NULL && loop->idle_state_wanted &&
-      loop->idle_state_factory != NULL) {
-    loop->idle_state_made = loop->idle_state_factory(loop);
-    loop->cur_state = loop->idle_state_made;
-  }
-  return loop->cur_state;
-}
-
-int pts_queue_microtask(pts_loop *loop, pts_task_fn fn, void *data) {
-  if (loop == NULL || fn == NULL) return PTS_EINVAL;
-  PTS__CHECK_OWNER(loop);
-  if (loop->closing) return PTS_ECLOSED;
-  qmt *q = pts__loop_pool_alloc(loop, sizeof *q);
-  if (q == NULL) return pts__enomem();
-  q->mt.run = qmt_run;
-  q->loop = loop;
-  q->fn = fn;
-  q->data = data;
-  q->state = pts__state_ref(current_state(loop));
-  pts__loop_queue_microtask_node(loop, &q->mt);
-  return 0;
-}
-
-/* ---- scheduling state ---- */
-
-void pts__state_unref(pts_sched_state *s) {
-  if (s != NULL && --s->refs == 0 && s->destroy != NULL) s->destroy(s);
-}
-
-void pts_sched_state_unref(pts_sched_state *state) { pts__state_unref(state); }
-
-pts_sched_state *pts__loop_current_state(pts_loop *loop) { return current_state(loop); }
-
-pts_sched_state *pts__loop_swap_state(pts_loop *loop, pts_sched_state *state) {
-  pts_sched_state *prev = loop->cur_state;
-  loop->cur_state = state;
-  return prev;
-}
-
-pts_sched_state *pts_loop_capture_state(pts_loop *loop) {
-  if (loop == NULL || pts__loop_foreign(loop, __func__)) return NULL;
-  return pts__state_ref(current_state(loop));
-}
-
-void pts_loop_enter_state(pts_loop *loop, pts_sched_state *state) {
-  if (loop == NULL || pts__loop_foreign(loop, __func__)) return;
-  loop->cur_state = state;
-}
-
-void pts_loop_leave_state(pts_loop *loop) {
-  if (loop == NULL || pts__loop_foreign(loop, __func__)) return;
-  loop->cur_state = NULL;
-}
-
-void pts__loop_set_idle_state_factory(pts_loop *loop,
-                                      pts_sched_state *(*make)(pts_loop *)) {
-  loop->idle_state_factory = make;
-}
-
-/* ---- provider ---- */
-
-int pts__loop_set_provider(pts_loop *loop, const pts__provider_ops *ops,
-                           void *ctx) {
-  if (loop == NULL || ops == NULL || ops->peek == NULL || ops->run_next == NULL ||
-      ops->run_burst == NULL)
-    return PTS_EINVAL;
-  if (loop->prov != NULL) return PTS_EBUSY;
-  loop->prov = ops;
-  loop->prov_ctx = ctx;
-  return 0;
-}
-
-void *pts__loop_provider_ctx(pts_loop *loop) { return loop->prov_ctx; }
-
-void **pts__global_sched_slot(pts_global *g) { return &g->sched_slot; }
 
 /* ---- the default policy: choosing the next task ---- */
 
@@ -830,9 +456,9 @@ static uint32_t inbox_run(pts_loop *loop, uint32_t max, uint32_t *counts, bool *
     if (node == NULL) break;
     pts__command *c = container_of(node, pts__command, node);
     pts__task *t = NULL;
-    if (c->fn == xreq_cmd)
+    if (c->fn == pts__loop_xreq_cmd)
       t = &container_of(c, xreq, cmd)->t;
-    else if (c->fn == xpost_cmd)
+    else if (c->fn == pts__loop_xpost_cmd)
       t = &container_of(c, xpost, cmd)->t;
     if (t != NULL && t->global->active && !t->global->detached) {
       loop->next_order++; /* spec: the task was queued */
@@ -875,7 +501,7 @@ static inline bool only_provider_work(pts_loop *loop) {
 bool pts__loop_burst_may_continue(pts_loop *loop) { return only_provider_work(loop); }
 
 void pts__loop_after_task(pts_loop *loop) {
-  if (loop->mt_head != NULL) checkpoint(loop);
+  if (loop->mt_head != NULL) pts__loop_checkpoint(loop);
 }
 
 /* One iteration: inbox, due timers, one task, microtask checkpoint.
@@ -918,7 +544,7 @@ static int step(pts_loop *loop, bool may_start_idle, bool burst) {
   /* Commands and timer steps are not tasks, but the promise jobs they queue
    * must not wait for an unrelated task. */
   if (loop->mt_head != NULL) {
-    checkpoint(loop);
+    pts__loop_checkpoint(loop);
     did |= DID_WORK;
   }
   if (loop->ready == NULL && loop->prov != NULL) {
@@ -926,7 +552,7 @@ static int step(pts_loop *loop, bool may_start_idle, bool burst) {
     loop->streak = 0;
     int ran = loop->prov->run_next(loop->prov_ctx);
     if (ran) {
-      if (loop->mt_head != NULL) checkpoint(loop);
+      if (loop->mt_head != NULL) pts__loop_checkpoint(loop);
       /* A burst: while the scheduler's queues are all the work there is,
        * each next iteration would take exactly this path, so it runs here
        * without going round the loop (one task, one checkpoint each). */
@@ -958,7 +584,7 @@ static int step(pts_loop *loop, bool may_start_idle, bool burst) {
       }
       break;
   }
-  if (loop->mt_head != NULL) checkpoint(loop);
+  if (loop->mt_head != NULL) pts__loop_checkpoint(loop);
   return did | DID_WORK | DID_TASK;
 }
 
@@ -1017,7 +643,7 @@ static int run_core(pts_loop *loop, pts_run_mode mode, bool honor_stop) {
   return ran;
 }
 
-static bool enter_running(pts_loop *loop) {
+bool pts__loop_enter_running(pts_loop *loop) {
   int expected = 0;
   /* acq_rel: a loop handed from one running thread to the next sees the
    * previous run's writes. */
@@ -1031,8 +657,8 @@ static void leave_running(pts_loop *loop) {
 
 int pts_loop_run(pts_loop *loop, pts_run_mode mode) {
   if (loop == NULL || (unsigned)mode > PTS_RUN_FOREVER) return PTS_EINVAL;
-  if (!enter_running(loop)) return PTS_EBUSY;
-  atomic_store_explicit(&loop->owner, self_id(), memory_order_relaxed);
+  if (!pts__loop_enter_running(loop)) return PTS_EBUSY;
+  atomic_store_explicit(&loop->owner, pts__loop_self_id(), memory_order_relaxed);
   int ran = take_stop(loop) ? 0 : run_core(loop, mode, true);
   pts__node_flush();
   atomic_store_explicit(&loop->owner, loop->bound, memory_order_relaxed);
@@ -1043,7 +669,7 @@ int pts_loop_run(pts_loop *loop, pts_run_mode mode) {
 int pts_loop_stop(pts_loop *loop) {
   if (loop == NULL) return PTS_EINVAL;
   atomic_store_explicit(&loop->stop_requested, true, memory_order_release);
-  wake_owner(loop);
+  pts__loop_wake_owner(loop);
   return 0;
 }
 
@@ -1053,10 +679,10 @@ int pts__loop_pool_attach(pts_loop *loop, void (*wake)(void *ctx), void *ctx) {
   if (loop == NULL || wake == NULL) return PTS_EINVAL;
   /* Held for as long as the pool drives the loop: pts_loop_run, advance and
    * free from anywhere get PTS_EBUSY meanwhile. */
-  if (!enter_running(loop)) return PTS_EBUSY;
+  if (!pts__loop_enter_running(loop)) return PTS_EBUSY;
   pts__loop_bind_thread(loop);
   atomic_store_explicit(&loop->wake_ctx, ctx, memory_order_relaxed);
-  /* release: a producer that sees the hook sees its ctx (wake_owner). A
+  /* release: a producer that sees the hook sees its ctx (pts__loop_wake_owner). A
    * producer that pushed before this store unparked the parker instead; the
    * pool polls the loop once after attaching, so that command is not lost. */
   atomic_store_explicit(&loop->wake_fn, wake, memory_order_release);
@@ -1075,9 +701,9 @@ int pts__loop_poll(pts_loop *loop, bool leave_inbox) {
   loop->script_depth = 0; /* the loop's own steps, as in run_core */
   drain_inbox(loop, 0);
   pts__timers_fire_due(loop);
-  if (loop->mt_head != NULL) checkpoint(loop);
+  if (loop->mt_head != NULL) pts__loop_checkpoint(loop);
   loop->script_depth = 1;
-  if (loop->inbox_more) wake_owner(loop); /* protocol step 4 */
+  if (loop->inbox_more) pts__loop_wake_owner(loop); /* protocol step 4 */
   return urgency_of(choose(loop, true, false).cls);
 }
 
@@ -1107,7 +733,7 @@ int pts__loop_step(pts_loop *loop) {
   loop->script_depth = 0;
   int did = step(loop, true, false);
   loop->script_depth = 1;
-  if (loop->inbox_more) wake_owner(loop); /* protocol step 4 */
+  if (loop->inbox_more) pts__loop_wake_owner(loop); /* protocol step 4 */
   return (did & DID_TASK) ? 1 : 0;
 }
 
@@ -1120,7 +746,7 @@ uint32_t pts__loop_run_inbox(pts_loop *loop, uint32_t max, uint32_t *counts) {
    * a step (the pass's depth is a statistic of the agents layer). */
   if (n == 0 && applied) drain_inbox(loop, 1);
   loop->script_depth = 1;
-  if (loop->inbox_more) wake_owner(loop); /* protocol step 4 */
+  if (loop->inbox_more) pts__loop_wake_owner(loop); /* protocol step 4 */
   return n;
 }
 
@@ -1142,7 +768,7 @@ int pts_loop_advance(pts_loop *loop, uint64_t delta_ns) {
   if (loop == NULL) return PTS_EINVAL;
   PTS__CHECK_OWNER(loop);
   if (!loop->virtual_clock) return PTS_EINVAL;
-  if (!enter_running(loop)) return PTS_EBUSY;
+  if (!pts__loop_enter_running(loop)) return PTS_EBUSY;
   uint64_t target = pts__sat_add(loop->vnow, delta_ns);
   for (;;) {
     uint64_t d = pts__timers_next_deadline(loop);
@@ -1155,153 +781,4 @@ int pts_loop_advance(pts_loop *loop, uint64_t delta_ns) {
   run_core(loop, PTS_RUN_UNTIL_IDLE, false);
   leave_running(loop);
   return 0;
-}
-
-/* ---- loop lifetime ---- */
-
-int pts_loop_new(const pts_loop_options *opts, pts_loop **out) {
-  if (out == NULL) return PTS_EINVAL;
-  pts_loop *l;
-  /* Cache-line aligned: the inbox and parker are padded to lines. */
-  if ((l = pts__aligned_alloc(64, sizeof *l)) == NULL) return PTS_ENOMEM;
-  memset(l, 0, sizeof *l);
-  pts__mpsc_init(&l->inbox);
-  pts__parker_init(&l->parker);
-  atomic_init(&l->stop_requested, false);
-  atomic_init(&l->running, 0);
-  atomic_init(&l->wake_fn, NULL);
-  atomic_init(&l->wake_ctx, NULL);
-  l->bound = self_id();
-  atomic_init(&l->owner, l->bound);
-  l->virtual_clock = opts ? opts->virtual_clock : false;
-  l->starvation_limit = opts ? opts->starvation_limit : 0;
-  l->next_order = 1; /* spec: next enqueue order is initialized to 1 */
-  l->quota.byte_limit = UINT64_MAX;
-  l->script_depth = 1; /* outside a run, the caller is script */
-  l->timer_seq = 1;
-  l->next_id = 1;
-  l->idle_seq = 1;
-  l->live.next = l->live.prev = &l->live;
-  l->swept.next = l->swept.prev = &l->swept;
-  l->default_global = global_create(l);
-  if (l->default_global == NULL) {
-    pts__free(l);
-    return PTS_ENOMEM;
-  }
-  *out = l;
-  return 0;
-}
-
-pts_global *pts_loop_default_global(pts_loop *loop) {
-  return loop ? loop->default_global : NULL;
-}
-
-static void release_global_work(pts_global *g) {
-  release_tasks(g);
-  pts__timers_release_global(g);
-  pts__idle_release_global(g);
-}
-
-static int loop_free(pts_loop *loop, bool (*done)(void *ctx), void *ctx);
-
-int pts_loop_free(pts_loop *loop) {
-  if (loop == NULL) return PTS_EINVAL;
-  PTS__CHECK_OWNER(loop);
-  return loop_free(loop, NULL, NULL);
-}
-
-int pts__loop_free_when(pts_loop *loop, bool (*done)(void *ctx), void *ctx) {
-  if (loop == NULL) return PTS_EINVAL;
-  PTS__CHECK_OWNER(loop);
-  return loop_free(loop, done, ctx);
-}
-
-static int loop_free(pts_loop *loop, bool (*done)(void *ctx), void *ctx) {
-  if (!enter_running(loop)) return PTS_EBUSY;
-  loop->closing = true;
-  do cancel_inbox(loop);
-  while (done != NULL && !done(ctx));
-  if (loop->prov != NULL && loop->prov->destroy != NULL)
-    loop->prov->destroy(loop->prov_ctx);
-  for (pts_global *g = loop->globals; g != NULL; g = g->next) {
-    g->detached = true;
-    ready_update(g);
-    release_global_work(g);
-  }
-  do {
-    cancel_inbox(loop);
-    cancel_microtasks(loop);
-    pts__promises_sweep(loop);
-  } while (loop->mt_head != NULL || !pts__mpsc_is_empty(&loop->inbox));
-  while (loop->globals != NULL) {
-    pts_global *g = loop->globals;
-    loop->globals = g->next;
-    pts__free(g);
-  }
-  pts__timer_heap_free(&loop->heap);
-  pts__idmap_free(&loop->ids);
-  pool_release_all(loop);
-  pts__free(loop);
-  return 0;
-}
-
-/* ---- globals ---- */
-
-int pts_global_new(pts_loop *loop, pts_global **out) {
-  if (loop == NULL || out == NULL) return PTS_EINVAL;
-  PTS__CHECK_OWNER(loop);
-  if (loop->closing) return PTS_ECLOSED;
-  pts_global *g = global_create(loop);
-  if (g == NULL) return PTS_ENOMEM;
-  *out = g;
-  return 0;
-}
-
-int pts_global_detach(pts_global *global) {
-  if (global == NULL) return PTS_EINVAL;
-  PTS__CHECK_OWNER(global->loop);
-  if (global->detached) return 0;
-  global->detached = true;
-  ready_update(global);
-  pts_loop *loop = global->loop;
-  if (loop->prov != NULL && loop->prov->global_changed != NULL)
-    loop->prov->global_changed(loop->prov_ctx, global, -1);
-  release_global_work(global);
-  return 0;
-}
-
-int pts_global_set_active(pts_global *global, bool active) {
-  if (global == NULL) return PTS_EINVAL;
-  PTS__CHECK_OWNER(global->loop);
-  if (global->detached) return PTS_ECLOSED;
-  if (global->active == active) return 0;
-  if (active) {
-    /* Room for every paused timer first, so resuming cannot fail half-way. */
-    int rc = pts__timer_heap_reserve(&global->loop->heap,
-                                     (uint64_t)global->loop->heap.len +
-                                         global->ntimers);
-    if (rc != 0) return rc;
-    global->active = true;
-    pts__timers_resume_global(global);
-  } else {
-    global->active = false;
-    pts__timers_pause_global(global);
-  }
-  ready_update(global);
-  pts_loop *loop = global->loop;
-  if (loop->prov != NULL && loop->prov->global_changed != NULL)
-    loop->prov->global_changed(loop->prov_ctx, global, active ? 1 : 0);
-  return 0;
-}
-
-bool pts_global_is_active(const pts_global *global) {
-  return global != NULL && global->active && !global->detached;
-}
-
-bool pts_global_is_detached(const pts_global *global) {
-  return global != NULL && global->detached;
-}
-
-pts_loop *pts_global_loop(const pts_global *global) {
-  return global ? global->loop : NULL;
 }

@@ -179,6 +179,46 @@ struct pts_loop {
 
 /* ---- cross-file helpers ---- */
 
+/* Between the loop's own files: loop.c (owner thread, tasks, the inbox's
+ * consumer side, the policy, steps and runs, the pool's hooks), blocks.c
+ * (the block pool), microtask.c (microtasks, checkpoints, the scheduling
+ * state), lifetime.c (creation, the shutdown protocol, globals). */
+uintptr_t pts__loop_self_id(void);             /* an id of the calling thread */
+bool pts__loop_enter_running(pts_loop *loop);  /* false if already running */
+pts_global *pts__loop_global_create(pts_loop *l);
+void pts__loop_ready_update(pts_global *g);    /* the global joins or leaves the ready list */
+void pts__loop_release_tasks(pts_global *g);   /* its queued tasks get PTS_ECANCELED */
+void pts__loop_cancel_inbox(pts_loop *loop);   /* shutdown step 2 */
+void pts__loop_pool_release_all(pts_loop *loop);
+void pts__loop_checkpoint(pts_loop *loop);     /* perform a microtask checkpoint */
+void pts__loop_cancel_microtasks(pts_loop *loop);
+
+/* The inbox (inbox.c): the wake-up of the owner (the pool's hook when
+ * attached, else the parker), and the two command kinds that carry an
+ * ordinary task, which the owner's in-place run recognises. */
+void pts__loop_wake_owner(pts_loop *loop);
+typedef struct xpost {
+  pts__command cmd;
+  pts__task t;
+  pts_task_fn fn;
+  void *data;
+  pts_task_source source;
+} xpost;
+void pts__loop_xpost_cmd(pts__command *cmd, int status);
+/* A caller-owned request (pts_task_req): the command and the task, 64
+ * bytes, so a request the caller aligns to a cache line crosses the cores
+ * as one line. The task's own fn and data are the caller's (nothing is
+ * freed before the call), and until the task is queued its order field
+ * carries the source (queueing sets the order). */
+typedef struct xreq {
+  pts__command cmd;
+  pts__task t;
+} xreq;
+
+_Static_assert(sizeof(xreq) <= sizeof(pts_task_req), "pts_task_req is too small");
+_Static_assert(_Alignof(xreq) <= _Alignof(pts_task_req), "pts_task_req alignment");
+void pts__loop_xreq_cmd(pts__command *cmd, int status);
+
 uint64_t pts__loop_now_ns(pts_loop *loop);
 uint64_t pts__sat_add(uint64_t a, uint64_t b);
 
