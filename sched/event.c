@@ -1,6 +1,7 @@
 /* sched/event.c: the listener list of an event target (addEventListener,
  * removeEventListener, the on<event> handler attributes, and dispatch), as
- * the DOM orders it.
+ * the DOM orders it; and the events a caller constructs
+ * (TaskPriorityChangeEvent's constructor), which signal.c dispatches.
  *
  * Invariant: each per-type list is sorted by registration sequence (nodes are
  * only ever appended, never moved), so a dispatch that remembers the sequence
@@ -13,6 +14,7 @@
  * Threads: owner thread of the target's loop (the callers check it).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "loop/loop_internal.h"
 #include "sched/signal_internal.h"
@@ -180,4 +182,36 @@ void pts__listeners_dispatch(pts_loop *loop, pts__listeners *l,
     pts__script_leave(loop);
   }
   if (--l->depth == 0 && l->dirty) sweep(l);
+}
+
+/* ---- constructed events (spec 3.1; dispatched by signal.c) ---- */
+
+int pts_priority_change_event_new(const char *type,
+                                  const pts_priority_change_event_init *init,
+                                  pts_event **out) {
+  if (!out) return PTS_EINVAL;
+  /* WebIDL: both arguments are required, and so is previousPriority. */
+  if (!type || !init) return PTS_ETYPE;
+  if (!pts_priority_name(init->previous_priority)) return PTS_ETYPE;
+  size_t n = strlen(type) + 1;
+  pts_event *ev = pts__malloc(sizeof *ev + n);
+  if (!ev) return PTS_ENOMEM;
+  char *name = (char *)(ev + 1);
+  memcpy(name, type, n);
+  ev->type = strcmp(name, "prioritychange") == 0 ? PTS_EVENT_PRIORITYCHANGE
+             : strcmp(name, "abort") == 0        ? PTS_EVENT_ABORT
+                                                 : PTS_EVENT_OTHER;
+  ev->target = NULL;
+  ev->previous_priority = init->previous_priority;
+  ev->type_name = name;
+  ev->is_trusted = false;
+  ev->dispatching = false;
+  *out = ev;
+  return 0;
+}
+
+void pts_event_free(pts_event *event) {
+  if (!event) return;
+  if (event->target) pts_signal_unref(event->target);
+  pts__free(event);
 }

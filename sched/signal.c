@@ -757,36 +757,6 @@ int pts_signal_set_handler(pts_signal *s, pts_event_type type,
 
 /* ---- constructed events (spec 3.1, DOM dispatchEvent) ---- */
 
-int pts_priority_change_event_new(const char *type,
-                                  const pts_priority_change_event_init *init,
-                                  pts_event **out) {
-  if (!out) return PTS_EINVAL;
-  /* WebIDL: both arguments are required, and so is previousPriority. */
-  if (!type || !init) return PTS_ETYPE;
-  if (!pts_priority_name(init->previous_priority)) return PTS_ETYPE;
-  size_t n = strlen(type) + 1;
-  pts_event *ev = pts__malloc(sizeof *ev + n);
-  if (!ev) return PTS_ENOMEM;
-  char *name = (char *)(ev + 1);
-  memcpy(name, type, n);
-  ev->type = strcmp(name, "prioritychange") == 0 ? PTS_EVENT_PRIORITYCHANGE
-             : strcmp(name, "abort") == 0        ? PTS_EVENT_ABORT
-                                                 : PTS_EVENT_OTHER;
-  ev->target = NULL;
-  ev->previous_priority = init->previous_priority;
-  ev->type_name = name;
-  ev->is_trusted = false;
-  ev->dispatching = false;
-  *out = ev;
-  return 0;
-}
-
-void pts_event_free(pts_event *event) {
-  if (!event) return;
-  if (event->target) pts_signal_unref(event->target);
-  pts__free(event);
-}
-
 /* spec (DOM): dispatchEvent: 1. the dispatch flag must be unset (the
  * initialized flag always is, for an event the library made); 2. isTrusted
  * is false; then dispatch at the target, which has no parent. */
