@@ -248,6 +248,8 @@ struct pts__worker {
   atomic_bool taker;
 
   /* Owner. */
+  pts_policy policy;   /* the pool's, copied to the worker's own lines */
+  uint64_t quantum_ns; /* the pool's (pts_pool_options.quantum_ns) */
   pts__warrays *arr;
   uint32_t nagents, hlen, tlen;
   pts_agent *rr_head, *rr_tail;

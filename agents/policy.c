@@ -58,6 +58,8 @@ static uint64_t draw(uint64_t s[4], uint64_t n) {
 }
 
 void pts__policy_init(pts__worker *w) {
+  w->policy = w->pool->opts.policy;
+  w->quantum_ns = w->pool->opts.quantum_ns;
   /* Each thread's stream depends on the seed and its index only, so a run
    * with the same seed and the same ready sets repeats its choices. */
   uint64_t x = w->pool->opts.seed ^ ((uint64_t)w->index * UINT64_C(0xd1b54a32d192ed03));
@@ -103,7 +105,7 @@ static void fen_rebuild(pts__worker *w) {
 /* ---- the heap (strict, fair) ---- */
 
 static bool before(const pts__worker *w, const pts_agent *a, const pts_agent *b) {
-  if (w->pool->opts.policy == PTS_POLICY_STRICT) {
+  if (w->policy == PTS_POLICY_STRICT) {
     if (a->urgency != b->urgency) return a->urgency > b->urgency;
   } else if (a->vruntime != b->vruntime) {
     return a->vruntime < b->vruntime;
@@ -403,19 +405,28 @@ static void quant_layout(pts__worker *w, uint64_t now) {
 /* ---- the interface ---- */
 
 void pts__policy_layout(pts__worker *w, uint64_t now) {
-  if (w->pool->opts.policy == PTS_POLICY_RANDOMIZED) fen_rebuild(w);
+  if (w->policy == PTS_POLICY_RANDOMIZED) fen_rebuild(w);
   /* A new layout starts a new frame: slot k of it begins at origin + k * slot. */
   w->frame_origin = now;
   w->q_pass_run = UINT64_MAX - 1; /* the new frame's first pass starts a run */
-  if (w->pool->opts.policy == PTS__POLICY_QUANTIZED) quant_layout(w, now);
+  if (w->policy == PTS__POLICY_QUANTIZED) quant_layout(w, now);
 }
 
 void pts__policy_update(pts__worker *w, pts_agent *a, int u, bool ran,
                         uint64_t cpu_ns) {
   bool ready = u != PTS__URGENCY_NONE;
-  switch ((int)w->pool->opts.policy) {
+  switch ((int)w->policy) {
     case PTS_POLICY_ROUND_ROBIN:
-      if (ready && (ran || !a->in_rr)) {
+      if (ready && ran && a == w->rr_head && a != w->rr_tail) {
+        /* The turn's end (every step at quantum 1): the head goes to the
+         * tail, as rr_unlink then rr_append would do. */
+        w->rr_head = a->rr_next;
+        w->rr_head->rr_prev = NULL;
+        a->rr_prev = w->rr_tail;
+        a->rr_next = NULL;
+        w->rr_tail->rr_next = a;
+        w->rr_tail = a;
+      } else if (ready && (ran || !a->in_rr)) {
         rr_unlink(w, a);
         rr_append(w, a);
       } else if (!ready) {
@@ -488,9 +499,9 @@ void pts__policy_remove(pts__worker *w, pts_agent *a) {
  * as CFS runs a task for its granularity, so the lag of a ready loop behind
  * its share is bounded by that plus one step and one round. */
 uint64_t pts__policy_quantum(pts__worker *w, pts_agent *a) {
-  uint64_t q = w->pool->opts.quantum_ns;
+  uint64_t q = w->quantum_ns;
   if (q <= 1) return 0;
-  switch ((int)w->pool->opts.policy) {
+  switch ((int)w->policy) {
     case PTS_POLICY_ROUND_ROBIN:
     case PTS_POLICY_RANDOMIZED:
     case PTS_POLICY_STRICT:
@@ -511,13 +522,13 @@ uint64_t pts__policy_quantum(pts__worker *w, pts_agent *a) {
 }
 
 void pts__policy_charge(pts__worker *w, pts_agent *a, uint64_t cpu_ns) {
-  if (w->pool->opts.policy != PTS_POLICY_FAIR) return;
+  if (w->policy != PTS_POLICY_FAIR) return;
   a->vruntime += (cpu_ns << FAIR_SCALE_SHIFT) / a->weight;
   if (a->hidx != PTS__NO_INDEX) hfix(w, a);
 }
 
 pts_agent *pts__policy_pick(pts__worker *w, uint64_t now, uint64_t *until) {
-  switch ((int)w->pool->opts.policy) {
+  switch ((int)w->policy) {
     case PTS_POLICY_ROUND_ROBIN:
       return w->rr_head;
     case PTS_POLICY_STRICT:

@@ -93,6 +93,7 @@ static void theap_remove(pts__worker *w, pts_agent *a) {
 }
 
 static void timer_update(pts__worker *w, pts_agent *a, uint64_t deadline) {
+  if (deadline == a->deadline) return; /* filed already (most steps) */
   if (deadline == UINT64_MAX) {
     theap_remove(w, a);
     a->deadline = UINT64_MAX;
@@ -148,7 +149,7 @@ static void track_ready(pts__worker *w, pts_agent *a, int u) {
  * ranks its loop against another's, so its steps may run in bursts and its
  * polls may leave the inbox to them. */
 static bool alone(const pts__worker *w) {
-  return w->nagents == 1 && w->pool->opts.policy <= PTS_POLICY_RANDOMIZED;
+  return w->nagents == 1 && w->policy <= PTS_POLICY_RANDOMIZED;
 }
 
 /* Polls the agent's loop (inbox, due timers) and files it where it belongs.
@@ -217,7 +218,7 @@ static void refresh(pts__worker *w, pts_agent *a, bool ran, uint64_t cpu_ns,
 #define ROUND_NS 2000
 
 static bool exact_rounds(const pts__worker *w) {
-  return w->pool->opts.policy >= PTS_POLICY_TIME_PARTITIONED;
+  return w->policy >= PTS_POLICY_TIME_PARTITIONED;
 }
 
 /* Ends the round: reads the clock, charges the round's steps; returns the
@@ -282,7 +283,7 @@ static void round_add(pts__worker *w, pts_agent *a, uint32_t steps) {
 /* A run of one of several agents goes on after a step. */
 static bool run_goes_on(pts__worker *w, pts_agent *a, uint64_t quantum, int urgency,
                         uint32_t *look) {
-  if (w->pool->opts.policy == PTS_POLICY_STRICT) {
+  if (w->policy == PTS_POLICY_STRICT) {
     wd_begin(w, a);
     int u = pts__loop_poll_after_step(a->loop);
     wd_end(w);
@@ -541,7 +542,7 @@ static bool drain_control(pts__worker *w) {
 /* Quantized: whether a's poll waits for its own slot (study.h): true when
  * the slot at now belongs to another agent. */
 static bool quant_defer(pts__worker *w, pts_agent *a, uint64_t now) {
-  if (w->pool->opts.policy != PTS__POLICY_QUANTIZED) return false;
+  if (w->policy != PTS__POLICY_QUANTIZED) return false;
   pts_agent *owner = pts__quant_owner(w, now);
   if (owner == NULL || owner == a) return false;
   a->q_stale = true;
@@ -568,7 +569,7 @@ static void drain_signaled(pts__worker *w) {
     /* Wake protocol step 3: off the queue first, then clear, then poll. */
     atomic_store_explicit(&a->signaled, false, memory_order_seq_cst);
     if (!a->attached) continue;
-    if (now == 0 && w->pool->opts.policy == PTS__POLICY_QUANTIZED) now = pts__now_ns();
+    if (now == 0 && w->policy == PTS__POLICY_QUANTIZED) now = pts__now_ns();
     if (!quant_defer(w, a, now)) refresh(w, a, false, 0, alone(w));
   }
 }
@@ -592,7 +593,7 @@ static void fire_timers(pts__worker *w, uint64_t now) {
     if (!quant_defer(w, a, now)) refresh(w, a, false, 0, false);
   }
   /* Quantized: the slot's owner gets the polls it was denied. */
-  if (w->pool->opts.policy == PTS__POLICY_QUANTIZED) {
+  if (w->policy == PTS__POLICY_QUANTIZED) {
     pts_agent *owner = pts__quant_owner(w, now);
     if (owner != NULL && owner->q_stale) refresh(w, owner, false, 0, false);
   }
@@ -623,7 +624,7 @@ static void quant_learn(uint64_t late) {
  * wake-up queue and the timers alone: no pass is due in this run of the
  * owner's slots and the slot's owner has work. */
 static bool quant_holding(pts__worker *w, uint64_t now) {
-  if (w->pool->opts.policy != PTS__POLICY_QUANTIZED || w->pool->q.no_hold) return false;
+  if (w->policy != PTS__POLICY_QUANTIZED || w->pool->q.no_hold) return false;
   if (pts__quant_run(w, now) != w->q_pass_run) return false; /* a pass is due */
   pts_agent *owner = pts__quant_owner(w, now);
   return owner != NULL && owner->urgency != PTS__URGENCY_NONE;
@@ -634,7 +635,7 @@ static bool quant_holding(pts__worker *w, uint64_t now) {
  * passes read them only while the slot's owner has nothing to run. */
 static bool quant_hold(pts__worker *w, uint64_t now, uint64_t *pad_end) {
   *pad_end = 0;
-  if (w->pool->opts.policy != PTS__POLICY_QUANTIZED || w->pool->q.no_hold) return false;
+  if (w->policy != PTS__POLICY_QUANTIZED || w->pool->q.no_hold) return false;
   uint64_t k = pts__quant_run(w, now);
   if (k != w->q_pass_run) {
     w->q_pass_run = k;
@@ -659,7 +660,7 @@ static void idle(pts__worker *w, uint64_t until) {
   uint64_t slot_start = UINT64_MAX;
   /* A wake-up the hold keeps may be the next owner's: spin for it too, so
    * that owner starts on its boundary (its poll comes with the pass). */
-  if (w->pool->opts.policy == PTS__POLICY_QUANTIZED && until != UINT64_MAX &&
+  if (w->policy == PTS__POLICY_QUANTIZED && until != UINT64_MAX &&
       (pts__quant_owner_ready(w, until) ||
        (!w->pool->q.no_hold && !pts__mpsc_is_empty(&w->signaled))))
     slot_start = until;
@@ -700,28 +701,44 @@ static void idle(pts__worker *w, uint64_t until) {
   stat_add(&w->st_wakeups, 1);
 }
 
+/* The worker's pass over its wake-ups and due timers, between two picks:
+ * on the round's clock (the policies of rounds). Returns the time. */
+static uint64_t pass(pts__worker *w) {
+  uint64_t now = w->clk;
+  if (pts__mpsc_maybe_nonempty(&w->signaled)) drain_signaled(w);
+  if (w->tlen > 0 && w->arr->theap[0]->deadline <= now) fire_timers(w, now);
+  return now;
+}
+
+/* The pass of the slot policies (time-partitioned, quantized), which need
+ * the time now; the quantized study's pass may be held or padded
+ * (quant_hold). Returns the time. */
+static uint64_t slot_pass(pts__worker *w) {
+  uint64_t now = pts__now_ns(), pad_end;
+  if (!quant_hold(w, now, &pad_end)) {
+    if (pts__mpsc_maybe_nonempty(&w->signaled)) drain_signaled(w);
+    now = pts__now_ns();
+    fire_timers(w, now);
+    while (now < pad_end) { /* a fixed-length pass: its work does not show */
+      pts__cpu_relax(0);
+      now = pts__now_ns();
+    }
+  }
+  return now;
+}
+
 void *pts__worker_main(void *arg) {
   pts__worker *w = arg;
   pts__tls_worker = w;
   /* Quantized: timed parks end at slot boundaries; the default 50 us timer
    * slack alone would overshoot a slot's start window. */
-  if (w->pool->opts.policy == PTS__POLICY_QUANTIZED) (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  if (w->policy == PTS__POLICY_QUANTIZED) (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   bool exact = exact_rounds(w);
   w->r_limit = 1;
   round_restart(w);
   for (;;) {
     if (drain_control(w)) break;
-    /* The slot policies need the time now; the others the round's. */
-    uint64_t now = exact ? pts__now_ns() : w->clk, pad_end;
-    if (!quant_hold(w, now, &pad_end)) {
-      if (pts__mpsc_maybe_nonempty(&w->signaled)) drain_signaled(w);
-      if (exact) now = pts__now_ns();
-      fire_timers(w, now);
-      while (now < pad_end) { /* a fixed-length pass: its work does not show */
-        pts__cpu_relax(0);
-        now = pts__now_ns();
-      }
-    }
+    uint64_t now = exact ? slot_pass(w) : pass(w);
     if (w->plan != NULL) pts__balance_give(w);
     if (w->pool->balance && now >= w->bal_next) pts__balance_tick(w, now);
     if (w->mv_pending) pts__leave_groups(w);
