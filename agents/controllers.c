@@ -15,6 +15,7 @@
 
 #include "agents/agents_impl.h"
 #include "sync/alloc.h"
+#include "sync/nodecache.h"
 
 void pts__rc_drop(pts_remote_controller *rc) {
   /* acq_rel: the last holder sees the others' writes before freeing. */
@@ -108,6 +109,7 @@ static void create_cmd(pts__command *cmd, int status) {
   if (status != 0 || pts__rc_ensure(rc) == NULL) owner_finalize(rc);
   pts__rc_drop(rc); /* the command's reference */
 }
+static const pts__command_type create_cmd_type = {PTS__CMD_APPLY, create_cmd};
 
 int pts_remote_controller_new_async(pts_agent *a, int priority,
                                     pts_remote_controller **out) {
@@ -115,7 +117,7 @@ int pts_remote_controller_new_async(pts_agent *a, int priority,
   pts_remote_controller *rc;
   int r = rc_alloc(a, priority, 3, &rc); /* users, owner side, create_cmd */
   if (r != 0) return r;
-  rc->create_cmd.fn = create_cmd;
+  rc->create_cmd.type = &create_cmd_type;
   if (!pts__agent_send(a, &rc->create_cmd, PTS__RANK_OTHER)) {
     rc_free_unused(rc);
     return PTS_ECLOSED;
@@ -135,12 +137,13 @@ static void release_cmd(pts__command *cmd, int status) {
   owner_finalize(rc);
   pts__rc_drop(rc); /* the users' reference */
 }
+static const pts__command_type release_cmd_type = {PTS__CMD_APPLY, release_cmd};
 
 void pts_remote_controller_unref(pts_remote_controller *rc) {
   if (rc == NULL) return;
   if (atomic_fetch_sub_explicit(&rc->urefs, 1, memory_order_acq_rel) != 1) return;
   pts_agent *a = rc->agent;
-  rc->release_cmd.fn = release_cmd;
+  rc->release_cmd.type = &release_cmd_type;
   /* Our own reference to a for the push: the command may drop rc's, the
    * last one, before the push returns. */
   pts_agent_ref(a);
@@ -166,6 +169,7 @@ typedef struct rc_op {
   pts_task_fn done;
   void *done_data;
 } rc_op;
+_Static_assert(sizeof(rc_op) <= PTS__NODE_LARGE, "an operation fits a node cache block");
 
 static void rc_op_cmd(pts__command *cmd, int status) {
   rc_op *op = container_of(cmd, rc_op, cmd);
@@ -183,7 +187,7 @@ static void rc_op_cmd(pts__command *cmd, int status) {
   pts_task_fn done = op->done;
   void *done_data = op->done_data;
   pts_loop *loop = rc->agent->loop;
-  pts__free(op);
+  pts__node_put(op); /* back to the sender's cache (sync/nodecache.h) */
   pts__rc_drop(rc);
   if (done) {
     pts__script_enter(loop);
@@ -191,9 +195,10 @@ static void rc_op_cmd(pts__command *cmd, int status) {
     pts__script_leave(loop);
   }
 }
+static const pts__command_type rc_op_cmd_type = {PTS__CMD_APPLY, rc_op_cmd};
 
 static int rc_send_op(pts_remote_controller *rc, rc_op *op) {
-  op->cmd.fn = rc_op_cmd;
+  op->cmd.type = &rc_op_cmd_type;
   op->rc = rc;
   int r = PTS_EQUOTA;
   if (pts__inbox_take(rc->agent)) {
@@ -205,8 +210,16 @@ static int rc_send_op(pts_remote_controller *rc, rc_op *op) {
     r = PTS_ECLOSED;
   }
   if (op->has_reason) pts_value_release(op->reason);
-  pts__free(op);
+  pts__node_put(op);
   return r;
+}
+
+/* An operation's block, from the calling thread's node cache like a post's
+ * (zeroed: the fields an operation does not set read as unset). */
+static rc_op *rc_op_new(void) {
+  rc_op *op = pts__node_get(sizeof *op);
+  if (op != NULL) memset(op, 0, sizeof *op);
+  return op;
 }
 
 int pts_remote_controller_abort(pts_remote_controller *rc, const pts_value *reason,
@@ -214,7 +227,7 @@ int pts_remote_controller_abort(pts_remote_controller *rc, const pts_value *reas
   if (rc == NULL) return PTS_EINVAL;
   /* A promise belongs to one loop: it cannot travel to another thread. */
   if (reason != NULL && reason->kind == PTS_VALUE_PROMISE) return PTS_EINVAL;
-  rc_op *op = pts__calloc(1, sizeof *op);
+  rc_op *op = rc_op_new();
   if (op == NULL) return PTS_ENOMEM;
   op->is_abort = true;
   if (reason != NULL) {
@@ -230,7 +243,7 @@ int pts_remote_controller_set_priority(pts_remote_controller *rc, int priority,
                                        pts_task_fn done, void *done_data) {
   if (rc == NULL) return PTS_EINVAL;
   if (priority < 0 || priority >= PTS_PRIORITY_COUNT) return PTS_ETYPE;
-  rc_op *op = pts__calloc(1, sizeof *op);
+  rc_op *op = rc_op_new();
   if (op == NULL) return PTS_ENOMEM;
   op->priority = priority;
   op->done = done;

@@ -480,6 +480,7 @@ static pts__origin *place(pts_pool *pool, const char *origin, int thread) {
 }
 
 static void move_req_cmd(pts__command *cmd, int status);
+static const pts__command_type move_req_cmd_type = {PTS__CMD_APPLY, move_req_cmd};
 
 /* An agent's limit: its own, else the pool's; 0 and from 2^63 on
  * (PTS_LIMIT_NONE among them) are none (UINT64_MAX). */
@@ -506,7 +507,7 @@ int pts_agent_new(pts_pool *pool, const pts_agent_options *opts, pts_agent **out
   atomic_init(&a->thread, -1);
   atomic_init(&a->move_req, 0);
   atomic_init(&a->delay_stats, false); /* off until asked for (2.0) */
-  a->req_cmd.fn = move_req_cmd;
+  a->req_cmd.type = &move_req_cmd_type;
   a->req_target = -1;
   a->pinned = o.pinned;
   a->weight = o.weight;
@@ -681,13 +682,14 @@ static void drain_cmd(pts__command *cmd, int status) {
   d->next = a->drainers;
   a->drainers = d;
 }
+static const pts__command_type drain_cmd_type = {PTS__CMD_APPLY, drain_cmd};
 
 int pts_agent_drain(pts_agent *a) {
   if (a == NULL) return PTS_EINVAL;
   if (pts__tls_worker != NULL) return PTS_EBUSY;
   pts__drain_wait d;
   memset(&d, 0, sizeof d);
-  d.cmd.fn = drain_cmd;
+  d.cmd.type = &drain_cmd_type;
   d.agent = a;
   pthread_mutex_init(&d.mu, NULL);
   pthread_cond_init(&d.cv, NULL);

@@ -123,6 +123,7 @@ static void reply_cmd(pts__command *cmd, int status) {
   }
   reply_finish(x, false);
 }
+static const pts__command_type reply_cmd_type = {PTS__CMD_APPLY, reply_cmd};
 
 /* On the target's thread: hand (status, v) to done; takes over v. */
 static void deliver(xtask *x, int status, pts_value v) {
@@ -145,7 +146,7 @@ static void deliver(xtask *x, int status, pts_value v) {
   }
   x->status = status;
   x->result = v;
-  x->reply_cmd.fn = reply_cmd;
+  x->reply_cmd.type = &reply_cmd_type;
   /* r, not x->reply_to, after the push: x may be freed by then on r's
    * thread, and x's reference to r with it, so we hold our own for the
    * push. */
@@ -349,6 +350,7 @@ static void xtask_cmd(pts__command *cmd, int status) {
   pts_value_release(xtask_call(x, PTS_ECANCELED));
   deliver(x, r, pts_error_value(r, NULL));
 }
+static const pts__command_type xtask_cmd_type = {PTS__CMD_AGENT_TASK, xtask_cmd};
 
 /* Whether a command of that rank, popped with nothing else runnable
  * (pts__agent_run_command), may run in place: it has a rank below the top,
@@ -401,7 +403,7 @@ static int xtask_run_now(xtask *x, pts__sched_run *run, inplace_row *row) {
  * its posts: pts_agent_set_delay_stats). */
 static void xtask_init(xtask *x, pts_agent *a, int priority, pts_task_callback cb,
                        void *data, bool extras, bool caller_owned) {
-  x->cmd.fn = xtask_cmd;
+  x->cmd.type = &xtask_cmd_type;
   x->agent = a;
   x->cb = cb;
   x->data = data;
@@ -504,6 +506,7 @@ static void xqueue_cmd(pts__command *cmd, int status) {
   xqueue_run(q, PTS_ECANCELED);
   pts__script_leave(loop);
 }
+static const pts__command_type xqueue_cmd_type = {PTS__CMD_AGENT_QUEUE, xqueue_cmd};
 
 int pts_agent_queue_task(pts_agent *a, pts_task_source source, pts_task_fn fn,
                          void *data) {
@@ -511,7 +514,7 @@ int pts_agent_queue_task(pts_agent *a, pts_task_source source, pts_task_fn fn,
     return PTS_EINVAL;
   xqueue *q = pts__node_get(sizeof *q);
   if (q == NULL) return PTS_ENOMEM;
-  q->cmd.fn = xqueue_cmd;
+  q->cmd.type = &xqueue_cmd_type;
   q->agent = a;
   q->fn = fn;
   q->data = data;
@@ -565,9 +568,9 @@ pts__command *pts__agent_run_command(pts_loop *loop, pts__command *cmd, pts__inb
   inplace_row row = {NULL, -1, 0};
   do {
     int pick = 0;
-    if (cmd->fn == xtask_cmd) {
+    if (cmd->type->kind == PTS__CMD_AGENT_TASK) {
       pick = xtask_run_now(container_of(cmd, xtask, cmd), &run, &row);
-    } else if (cmd->fn == xqueue_cmd) {
+    } else if (cmd->type->kind == PTS__CMD_AGENT_QUEUE) {
       row_end(&row);
       row.rank = -1;
       pts__scheduler_run_end(&run);

@@ -28,41 +28,9 @@ void pts__loop_send_from_any_thread(pts_loop *loop, pts__command *cmd) {
 }
 
 
-static void xpost_finish(xpost *x, int status) {
-  pts_task_fn fn = x->fn;
-  void *data = x->data;
-  pts__node_put(x); /* back to the producer's cache (sync/nodecache.h) */
-  fn(data, status);
-}
-
-static void xpost_run(void *d, int status) { xpost_finish(d, status); }
-
-void pts__loop_xpost_cmd(pts__command *cmd, int status) {
-  xpost *x = container_of(cmd, xpost, cmd);
-  if (status == 0 && pts__task_queue(&x->t, x->source) == 0) return;
-  pts_loop *loop = x->t.global->loop;
-  pts__script_enter(loop);
-  xpost_finish(x, PTS_ECANCELED);
-  pts__script_leave(loop);
-}
-
-int pts_queue_task_from_any_thread(pts_global *global, pts_task_source source,
-                                   pts_task_fn fn, void *data) {
-  if (global == NULL || fn == NULL || (unsigned)source >= PTS_SOURCE_COUNT)
-    return PTS_EINVAL;
-  xpost *x = pts__node_get(sizeof *x);
-  if (x == NULL) return PTS_ENOMEM;
-  x->cmd.fn = pts__loop_xpost_cmd;
-  pts__task_init(&x->t, global, xpost_run, x);
-  x->fn = fn;
-  x->data = data;
-  x->source = source;
-  pts__loop_send_from_any_thread(global->loop, &x->cmd);
-  return 0;
-}
-
-
-void pts__loop_xreq_cmd(pts__command *cmd, int status) {
+/* Applies a message task that did not run in place: it is queued, or
+ * released with PTS_ECANCELED when its global cannot take tasks. */
+static void message_cmd(pts__command *cmd, int status) {
   xreq *x = container_of(cmd, xreq, cmd);
   pts_task_source source = (pts_task_source)x->t.order;
   if (status == 0 && pts__task_queue(&x->t, source) == 0) return;
@@ -71,6 +39,37 @@ void pts__loop_xreq_cmd(pts__command *cmd, int status) {
   x->t.fn(x->t.data, PTS_ECANCELED);
   pts__script_leave(loop);
 }
+static const pts__command_type message_cmd_type = {PTS__CMD_MESSAGE, message_cmd};
+
+static void message_send(xreq *x, pts_global *global, pts_task_source source,
+                         pts_task_fn fn, void *data) {
+  x->cmd.type = &message_cmd_type;
+  pts__task_init(&x->t, global, fn, data);
+  x->t.order = (uint64_t)source;
+  pts__loop_send_from_any_thread(global->loop, &x->cmd);
+}
+
+/* An xpost's task: the block goes back to the producer's cache
+ * (sync/nodecache.h) before the caller's function runs. */
+static void xpost_run(void *d, int status) {
+  xpost *x = d;
+  pts_task_fn fn = x->fn;
+  void *data = x->data;
+  pts__node_put(x);
+  fn(data, status);
+}
+
+int pts_queue_task_from_any_thread(pts_global *global, pts_task_source source,
+                                   pts_task_fn fn, void *data) {
+  if (global == NULL || fn == NULL || (unsigned)source >= PTS_SOURCE_COUNT)
+    return PTS_EINVAL;
+  xpost *x = pts__node_get(sizeof *x);
+  if (x == NULL) return PTS_ENOMEM;
+  x->fn = fn;
+  x->data = data;
+  message_send(&x->m, global, source, xpost_run, x);
+  return 0;
+}
 
 int pts_queue_task_req_from_any_thread(pts_global *global, pts_task_source source,
                                        pts_task_req *req, pts_task_fn fn,
@@ -78,11 +77,7 @@ int pts_queue_task_req_from_any_thread(pts_global *global, pts_task_source sourc
   if (global == NULL || req == NULL || fn == NULL ||
       (unsigned)source >= PTS_SOURCE_COUNT)
     return PTS_EINVAL;
-  xreq *x = (xreq *)(void *)req;
-  x->cmd.fn = pts__loop_xreq_cmd;
-  pts__task_init(&x->t, global, fn, data);
-  x->t.order = (uint64_t)source;
-  pts__loop_send_from_any_thread(global->loop, &x->cmd);
+  message_send((xreq *)(void *)req, global, source, fn, data);
   return 0;
 }
 
@@ -103,12 +98,13 @@ static void xcall_cmd(pts__command *cmd, int status) {
   fn(data, status);
   pts__script_leave(loop);
 }
+static const pts__command_type xcall_cmd_type = {PTS__CMD_APPLY, xcall_cmd};
 
 int pts_loop_call_from_any_thread(pts_loop *loop, pts_task_fn fn, void *data) {
   if (loop == NULL || fn == NULL) return PTS_EINVAL;
   xcall *x = pts__node_get(sizeof *x);
   if (x == NULL) return PTS_ENOMEM;
-  x->cmd.fn = xcall_cmd;
+  x->cmd.type = &xcall_cmd_type;
   x->loop = loop;
   x->fn = fn;
   x->data = data;

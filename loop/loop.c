@@ -262,7 +262,7 @@ static int drain_inbox(pts_loop *loop, uint32_t already) {
     pts__mpsc_node *n = pts__mpsc_pop(&loop->inbox);
     if (n == NULL) break;
     pts__command *c = container_of(n, pts__command, node);
-    c->fn(c, 0);
+    c->type->apply(c, 0);
   }
   loop->inbox_more = i == INBOX_BATCH || !pts__mpsc_is_empty(&loop->inbox);
   note_drained(loop, already + (uint32_t)i);
@@ -276,7 +276,7 @@ void pts__loop_cancel_inbox(pts_loop *loop) {
     pts__mpsc_node *n = pts__mpsc_pop(&loop->inbox);
     if (n == NULL) continue;
     pts__command *c = container_of(n, pts__command, node);
-    c->fn(c, PTS_ECANCELED);
+    c->type->apply(c, PTS_ECANCELED);
   }
 }
 
@@ -455,11 +455,7 @@ static uint32_t inbox_run(pts_loop *loop, uint32_t max, uint32_t *counts, bool *
     pts__mpsc_node *node = pts__mpsc_pop(&loop->inbox);
     if (node == NULL) break;
     pts__command *c = container_of(node, pts__command, node);
-    pts__task *t = NULL;
-    if (c->fn == pts__loop_xreq_cmd)
-      t = &container_of(c, xreq, cmd)->t;
-    else if (c->fn == pts__loop_xpost_cmd)
-      t = &container_of(c, xpost, cmd)->t;
+    pts__task *t = c->type->kind == PTS__CMD_MESSAGE ? &container_of(c, xreq, cmd)->t : NULL;
     if (t != NULL && t->global->active && !t->global->detached) {
       loop->next_order++; /* spec: the task was queued */
       /* The caller may reuse its request from here on. */
@@ -469,10 +465,11 @@ static uint32_t inbox_run(pts_loop *loop, uint32_t max, uint32_t *counts, bool *
       pts__inbox_pass_ran(&p, LAST_PICK_CLASS + CLS_FIFO);
     } else {
       /* The runner may run a whole run of commands in this call. */
-      pts__command *left =
-          t == NULL && loop->run_command != NULL ? loop->run_command(loop, c, &p) : c;
+      pts__command *left = c->type->kind >= PTS__CMD_AGENT_TASK && loop->run_command != NULL
+                               ? loop->run_command(loop, c, &p)
+                               : c;
       if (left != NULL) {
-        left->fn(left, 0);
+        left->type->apply(left, 0);
         *applied = true;
         break;
       }

@@ -194,30 +194,27 @@ void pts__loop_checkpoint(pts_loop *loop);     /* perform a microtask checkpoint
 void pts__loop_cancel_microtasks(pts_loop *loop);
 
 /* The inbox (inbox.c): the wake-up of the owner (the pool's hook when
- * attached, else the parker), and the two command kinds that carry an
- * ordinary task, which the owner's in-place run recognises. */
+ * attached, else the parker), and the command of kind PTS__CMD_MESSAGE,
+ * which carries an ordinary task. */
 void pts__loop_wake_owner(pts_loop *loop);
-typedef struct xpost {
-  pts__command cmd;
-  pts__task t;
-  pts_task_fn fn;
-  void *data;
-  pts_task_source source;
-} xpost;
-void pts__loop_xpost_cmd(pts__command *cmd, int status);
-/* A caller-owned request (pts_task_req): the command and the task, 64
- * bytes, so a request the caller aligns to a cache line crosses the cores
- * as one line. The task's own fn and data are the caller's (nothing is
- * freed before the call), and until the task is queued its order field
- * carries the source (queueing sets the order). */
+/* A message task (PTS__CMD_MESSAGE): the command and the task, 64 bytes,
+ * so a request the caller aligns to a cache line crosses the cores as one
+ * line. In a caller-owned request (pts_task_req) the task's fn and data
+ * are the caller's; in a block of the node cache (xpost) the task's fn is
+ * the block's, which frees it before it calls the caller's. Until the task
+ * is queued, its order field carries the source (queueing sets the
+ * order). */
 typedef struct xreq {
   pts__command cmd;
   pts__task t;
 } xreq;
-
 _Static_assert(sizeof(xreq) <= sizeof(pts_task_req), "pts_task_req is too small");
 _Static_assert(_Alignof(xreq) <= _Alignof(pts_task_req), "pts_task_req alignment");
-void pts__loop_xreq_cmd(pts__command *cmd, int status);
+typedef struct xpost {
+  xreq m;
+  pts_task_fn fn;
+  void *data;
+} xpost;
 
 uint64_t pts__loop_now_ns(pts_loop *loop);
 uint64_t pts__sat_add(uint64_t a, uint64_t b);

@@ -154,11 +154,34 @@ bool pts__timer_stop(pts__timer *t);
 
 /* ---- commands through the inbox, embeddable ---- */
 
-/* A command sent from any thread: fn(cmd, 0) on the owner thread at the next
- * inbox drain, or fn(cmd, PTS_ECANCELED) when the loop is freed first. */
+/* The kinds of command, the one model of everything sent to a loop from
+ * another thread. The owner's in-place path (loop.c, inbox_run) reads the
+ * kind: the kinds that carry a task may run it at once, as if it had been
+ * queued and picked (MESSAGE by the loop itself, the AGENT_ kinds by the
+ * loop's command runner, which adds the agents layer's admission and
+ * ranks); every command that does not run in place is applied by its fn. */
+typedef enum pts__command_kind {
+  PTS__CMD_APPLY = 0,   /* applied by fn, never run in place */
+  PTS__CMD_MESSAGE,     /* a task of a loop's own sources (loop_impl.h, xreq) */
+  PTS__CMD_AGENT_TASK,  /* the agents layer's postTask (agents/remote.c, xtask) */
+  PTS__CMD_AGENT_QUEUE, /* the agents layer's ordinary task (agents/remote.c, xqueue) */
+} pts__command_kind;
+
+struct pts__command;
+/* A type of command: its kind and how it is applied. One static const
+ * object per type (so a command stays two words: a request of the loop's
+ * public API is a cache line, the command and its task). */
+typedef struct pts__command_type {
+  pts__command_kind kind;
+  void (*apply)(struct pts__command *cmd, int status);
+} pts__command_type;
+
+/* A command sent from any thread: type->apply(cmd, 0) on the owner thread
+ * at the next inbox drain, or type->apply(cmd, PTS_ECANCELED) when the loop
+ * is freed first; unless, by its kind, it ran in place. */
 typedef struct pts__command {
   pts__mpsc_node node;
-  void (*fn)(struct pts__command *cmd, int status);
+  const pts__command_type *type;
 } pts__command;
 /* Any thread; wakes the loop only if it sleeps. */
 void pts__loop_send_from_any_thread(pts_loop *loop, pts__command *cmd);

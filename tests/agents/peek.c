@@ -35,13 +35,14 @@ static void probe_cmd(pts__command *cmd, int status) {
   atomic_store(&probe.status, status);
   atomic_fetch_add(&probe.calls, 1);
 }
+static const pts__command_type probe_cmd_type = {PTS__CMD_APPLY, probe_cmd};
 
 bool pts_test_agent_admit(pts_agent *a);
 bool pts_test_agent_admit(pts_agent *a) { return pts__agent_admit(a, PTS__RANK_OTHER); }
 
 void pts_test_agent_push_probe(pts_agent *a);
 void pts_test_agent_push_probe(pts_agent *a) {
-  probe.cmd.fn = probe_cmd;
+  probe.cmd.type = &probe_cmd_type;
   probe.a = a;
   atomic_store(&probe.calls, 0);
   atomic_store(&probe.status, -1);

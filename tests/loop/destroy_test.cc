@@ -30,6 +30,7 @@ struct EmbeddedCmd {
 static void cmd_fn(pts__command *cmd, int status) {
   count_fn(reinterpret_cast<EmbeddedCmd *>(cmd)->c, status);
 }
+static const pts__command_type cmd_fn_type = {PTS__CMD_APPLY, cmd_fn};
 
 struct Greedy {
   pts_global *g;
@@ -79,7 +80,7 @@ TEST(Destroy, PendingWorkOfEveryKindIsReleasedExactlyOnce) {
   ASSERT_EQ(pts__timer_start(&et[1], 5 * kMs), 0);
   for (int i = 0; i < 3; i++) ASSERT_EQ(pts_queue_microtask(loop, count_fn, &micro), 0);
   EmbeddedCmd ec{{}, &cmds};
-  ec.cmd.fn = cmd_fn;
+  ec.cmd.type = &cmd_fn_type;
   std::thread t([&] {
     for (int i = 0; i < 5; i++) {
       ASSERT_EQ(pts_queue_task_from_any_thread(d, PTS_SOURCE_MESSAGE, count_fn, &inbox), 0);

@@ -392,11 +392,13 @@ static void embedded_cmd_fn(pts__command *c, int status) {
   e->status = status;
   e->calls++;
 }
+static const pts__command_type embedded_cmd_fn_type = {PTS__CMD_APPLY, embedded_cmd_fn};
 
 TEST(Loop, EmbeddedCommandsRunOrAreCanceled) {
   pts_loop *loop = new_loop();
   EmbeddedCmd a, b;
-  a.cmd.fn = b.cmd.fn = embedded_cmd_fn;
+  a.cmd.type = &embedded_cmd_fn_type;
+  b.cmd.type = &embedded_cmd_fn_type;
   std::thread t([&] { pts__loop_send_from_any_thread(loop, &a.cmd); });
   t.join();
   EXPECT_EQ(pts_loop_run(loop, PTS_RUN_UNTIL_IDLE), 0);

@@ -187,6 +187,7 @@ struct Applied {
 void applied_fn(pts__command *c, int status) {
   if (status == 0) reinterpret_cast<Applied *>(c)->applied++;
 }
+static const pts__command_type applied_fn_type = {PTS__CMD_APPLY, applied_fn};
 
 // A poll that meets a push stopped between its exchange and its link (the
 // producer's wake hook ran before the owner gave the wake token back, so
@@ -199,7 +200,7 @@ TEST(PoolHooks, PollComesBackForAPushStoppedMidway) {
   ASSERT_EQ(0, pts__loop_pool_attach(l, Hook::fn, &h));
   for (bool leave_inbox : {false, true}) {
     Applied c;
-    c.cmd.fn = applied_fn;
+    c.cmd.type = &applied_fn_type;
     pts__mpsc_node *prev = pts_test_loop_begin_push(l, &c.cmd);
     int before = h.calls.load();
     EXPECT_EQ(PTS__URGENCY_NONE, pts__loop_poll(l, leave_inbox));
@@ -226,11 +227,13 @@ void rcmd_apply(pts__command *c, int status) {
   auto *r = reinterpret_cast<RCmd *>(c);
   r->log->push_back((status == 0 ? "apply " : "cancel ") + std::to_string(r->id));
 }
+// Of a kind the loop gives its command runner (as the agents layer's posts).
+static const pts__command_type rcmd_apply_type = {PTS__CMD_AGENT_TASK, rcmd_apply};
 // Runs the commands behind the first in the same call, as the agents
 // layer's runner does.
 pts__command *rcmd_runner(pts_loop *l, pts__command *c, pts__inbox_pass *pass) {
   do {
-    if (c->fn != rcmd_apply) return c;
+    if (c->type != &rcmd_apply_type) return c;
     auto *r = reinterpret_cast<RCmd *>(c);
     if (!r->runnable) return c;
     r->log->push_back("run " + std::to_string(r->id));
@@ -251,7 +254,7 @@ TEST(PoolHooks, TheCommandRunnerRunsACommandOnlyWhenNothingElseIsRunnable) {
   std::vector<std::string> log;
   RCmd c[4] = {{{}, 1, true, &log}, {{}, 2, true, &log}, {{}, 3, false, &log},
                {{}, 4, true, &log}};
-  for (RCmd &r : c) r.cmd.fn = rcmd_apply;
+  for (RCmd &r : c) r.cmd.type = &rcmd_apply_type;
   pts__loop_send_from_any_thread(l, &c[0].cmd);
   EXPECT_EQ(PTS__URGENCY_FIFO, pts__loop_poll(l, true));  // left to the step
   EXPECT_TRUE(log.empty());
@@ -285,7 +288,7 @@ TEST(PoolHooks, RunInboxRunsUpToMaxInPlaceAndCountsThemByClass) {
   std::vector<std::string> log;
   RCmd c[5] = {{{}, 1, true, &log}, {{}, 2, true, &log}, {{}, 3, true, &log},
                {{}, 4, false, &log}, {{}, 5, true, &log}};
-  for (RCmd &r : c) r.cmd.fn = rcmd_apply;
+  for (RCmd &r : c) r.cmd.type = &rcmd_apply_type;
   std::atomic<int> ran{0};
   pts_global *g = pts_loop_default_global(l);
   ASSERT_EQ(0, pts_queue_task_from_any_thread(g, PTS_SOURCE_MESSAGE, count, &ran));
