@@ -353,10 +353,10 @@ static inline void pts__cpu_relax(unsigned spins) {
     sched_yield();
 }
 
-/* pool.c. The wake hook of every agent's loop (wake protocol, pool.c);
- * pushes a control command to w's queue and unparks it; completes a's
- * drain waiters (owner). */
+/* remote.c: the wake hook of every agent's loop (wake protocol). */
 void pts__agent_wake(void *ctx);
+/* pool.c: pushes a control command to w's queue and unparks it; completes
+ * a's drain waiters (owner). */
 void pts__push_ctl(pts__worker *w, pts__ctl *c);
 void pts__drainers_complete(pts_agent *a, int status);
 /* worker.c, owner of w unless said: the thread's function; arrays for cap
@@ -429,7 +429,7 @@ static inline bool pts__on_agent_thread(pts_agent *a) {
          (a->dead || pts__loop_is_owner(a->loop));
 }
 
-/* ---- admission (pool.c; docs/agents.md, "Lifetime of a handle vs
+/* ---- admission (remote.c; docs/agents.md, "Lifetime of a handle vs
  * concurrent posters") ---- */
 /* Any thread holding a reference to a: admits one command of that rank
  * (PTS__RANK_*), or returns false if the agent is closed. An admission holds

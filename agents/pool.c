@@ -1,8 +1,8 @@
 /* agents/pool.c: the worker pool, placement of agents on threads, the
- * agent lifecycle (create, destroy, drain, explicit moves), admission and
- * the wake hook, references and statistics. The worker thread's loop is
- * in worker.c, migration and the balancer in migrate.c, the watchdog in
- * watchdog.c.
+ * agent lifecycle (create, destroy, drain, explicit moves), references
+ * and statistics. The producers' side (admission, the push and the wake
+ * hook) is in remote.c, the worker thread's loop in worker.c, migration
+ * and the balancer in migrate.c, the watchdog in watchdog.c.
  *
  * Invariant: an agent's loop is touched only by its worker thread (the one
  * that attached it last), except through the loop's inbox by producers
@@ -143,42 +143,6 @@ const char *pts_policy_name(int policy) {
   return (unsigned)policy < PTS_POLICY_COUNT ? names[policy] : NULL;
 }
 
-/* ---- admission ---- */
-
-bool pts__inbox_take_slow(pts_agent *a) {
-  /* Relaxed: counts, no data travels with them. The applied count only
-   * grows, so an old reading only overstates the depth; a fresh one may
-   * count commands taken after ours (the depth is then below zero,
-   * hence the signed differences). */
-  int64_t limit = (int64_t)a->inbox_limit;
-  uint64_t t = atomic_fetch_add_explicit(&a->inbox_taken, 1, memory_order_relaxed);
-  if ((int64_t)(t - atomic_load_explicit(&a->inbox_seen, memory_order_relaxed)) < limit)
-    return true;
-  uint64_t applied = atomic_load_explicit(&a->inbox_applied, memory_order_relaxed);
-  if (applied > atomic_load_explicit(&a->inbox_seen, memory_order_relaxed))
-    atomic_store_explicit(&a->inbox_seen, applied, memory_order_relaxed); /* a hint */
-  if ((int64_t)(t - applied) < limit) return true;
-  atomic_fetch_sub_explicit(&a->inbox_taken, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&a->st_inbox_refused, 1, memory_order_relaxed);
-  return false;
-}
-
-void pts__agent_unadmit(pts_agent *a, int rank) {
-  /* release: the teardown's load that sees the count back down sees what
-   * the caller did with the pool before. */
-  atomic_fetch_sub_explicit(&a->posted[rank].n, 1, memory_order_release);
-}
-
-
-void pts__agent_push(pts_agent *a, pts__command *cmd) {
-  /* The loop is not touched after the push: once the command has left the
-   * inbox, the teardown may free it (destroy protocol step 3). The agent's
-   * wake hook, called directly, touches the handle (the caller's reference)
-   * and, when it pushes the node, the worker (counted in wakers). */
-  pts__loop_push_command_from_any_thread(a->loop, cmd);
-  pts__agent_wake(a);
-}
-
 uint64_t pts__agent_posted(pts_agent *a) {
   uint64_t n = 0;
   for (int r = 0; r < PTS__RANKS; r++) n += atomic_load_explicit(&a->posted[r].n, memory_order_relaxed);
@@ -189,31 +153,6 @@ void pts__agent_record_delay(pts_agent *a, uint64_t d) {
   unsigned b = d == 0 ? 0 : 63u - (unsigned)__builtin_clzll(d);
   if (b >= PTS_DELAY_BUCKETS) b = PTS_DELAY_BUCKETS - 1;
   stat_add(&a->st_hist[b], 1);
-}
-
-/* The loop's wake hook (protocol step 2). Any thread. */
-void pts__agent_wake(void *ctx) {
-  pts_agent *a = ctx;
-  /* A load first: while the agent is signaled (the common case for a
-   * stream of posts) the line stays shared and the post writes nothing
-   * here. seq_cst: reading true means the worker's clearing store comes
-   * later in the total order, so its poll after that store sees our push
-   * (the same Dekker pair as the exchange). */
-  if (atomic_load_explicit(&a->signaled, memory_order_seq_cst)) return;
-  /* Counted before the exchange (seq_cst, a Dekker pair with the teardown's
-   * exchange and its loads of the count): a teardown that saw no waker
-   * took the token first, so our exchange returns true and we push
-   * nothing. */
-  atomic_fetch_add_explicit(&a->wakers, 1, memory_order_seq_cst);
-  if (!atomic_exchange_explicit(&a->signaled, true, memory_order_seq_cst)) {
-    /* Relaxed: a->w changes only while the token is held by a mover, and
-     * our exchange took the token from the store that gave it back after
-     * the change (seq_cst RMW reads it), which orders the change before. */
-    pts__worker *w = atomic_load_explicit(&a->w, memory_order_relaxed);
-    pts__mpsc_push(&w->signaled, &a->sig_node);
-    pts__parker_unpark(&w->parker);
-  }
-  atomic_fetch_sub_explicit(&a->wakers, 1, memory_order_release);
 }
 
 /* ---- agent references ---- */

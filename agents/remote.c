@@ -1,9 +1,12 @@
-/* agents/remote.c: operations on an agent from any thread: postTask with a
- * result callback (optionally delivered on another agent's loop) and
- * queueing an ordinary task; the remote controllers are in controllers.c.
+/* agents/remote.c: operations on an agent from any thread: the producers'
+ * side (admission, the push into the agent's loop inbox and the wake-up of
+ * its worker), postTask with a result callback (optionally delivered on
+ * another agent's loop), queueing an ordinary task, and the command runner
+ * that runs posts in place on the agent's thread; the remote controllers
+ * are in controllers.c.
  *
  * Every operation is one command pushed into the agent's loop inbox once
- * admitted (pts__agent_admit, pool.c), applied whole by the agent's thread between two
+ * admitted (pts__agent_admit), applied whole by the agent's thread between two
  * tasks, or released with PTS_ECANCELED when the loop is freed first. Each
  * command's handler runs exactly once, so each callback and each done runs
  * exactly once.
@@ -47,6 +50,67 @@
  * alone, and a waiting task's handle comes from the scheduler
  * (pts_scheduler_post), like a post with extras, which is a large block.
  * Measured in docs/agents.md ("Hot paths"). */
+/* ---- the producers' side: admission, the push, the wake hook ---- */
+
+bool pts__inbox_take_slow(pts_agent *a) {
+  /* Relaxed: counts, no data travels with them. The applied count only
+   * grows, so an old reading only overstates the depth; a fresh one may
+   * count commands taken after ours (the depth is then below zero,
+   * hence the signed differences). */
+  int64_t limit = (int64_t)a->inbox_limit;
+  uint64_t t = atomic_fetch_add_explicit(&a->inbox_taken, 1, memory_order_relaxed);
+  if ((int64_t)(t - atomic_load_explicit(&a->inbox_seen, memory_order_relaxed)) < limit)
+    return true;
+  uint64_t applied = atomic_load_explicit(&a->inbox_applied, memory_order_relaxed);
+  if (applied > atomic_load_explicit(&a->inbox_seen, memory_order_relaxed))
+    atomic_store_explicit(&a->inbox_seen, applied, memory_order_relaxed); /* a hint */
+  if ((int64_t)(t - applied) < limit) return true;
+  atomic_fetch_sub_explicit(&a->inbox_taken, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&a->st_inbox_refused, 1, memory_order_relaxed);
+  return false;
+}
+
+void pts__agent_unadmit(pts_agent *a, int rank) {
+  /* release: the teardown's load that sees the count back down sees what
+   * the caller did with the pool before. */
+  atomic_fetch_sub_explicit(&a->posted[rank].n, 1, memory_order_release);
+}
+
+
+void pts__agent_push(pts_agent *a, pts__command *cmd) {
+  /* The loop is not touched after the push: once the command has left the
+   * inbox, the teardown may free it (destroy protocol step 3). The agent's
+   * wake hook, called directly, touches the handle (the caller's reference)
+   * and, when it pushes the node, the worker (counted in wakers). */
+  pts__loop_push_command_from_any_thread(a->loop, cmd);
+  pts__agent_wake(a);
+}
+
+/* The loop's wake hook (protocol step 2). Any thread. */
+void pts__agent_wake(void *ctx) {
+  pts_agent *a = ctx;
+  /* A load first: while the agent is signaled (the common case for a
+   * stream of posts) the line stays shared and the post writes nothing
+   * here. seq_cst: reading true means the worker's clearing store comes
+   * later in the total order, so its poll after that store sees our push
+   * (the same Dekker pair as the exchange). */
+  if (atomic_load_explicit(&a->signaled, memory_order_seq_cst)) return;
+  /* Counted before the exchange (seq_cst, a Dekker pair with the teardown's
+   * exchange and its loads of the count): a teardown that saw no waker
+   * took the token first, so our exchange returns true and we push
+   * nothing. */
+  atomic_fetch_add_explicit(&a->wakers, 1, memory_order_seq_cst);
+  if (!atomic_exchange_explicit(&a->signaled, true, memory_order_seq_cst)) {
+    /* Relaxed: a->w changes only while the token is held by a mover, and
+     * our exchange took the token from the store that gave it back after
+     * the change (seq_cst RMW reads it), which orders the change before. */
+    pts__worker *w = atomic_load_explicit(&a->w, memory_order_relaxed);
+    pts__mpsc_push(&w->signaled, &a->sig_node);
+    pts__parker_unpark(&w->parker);
+  }
+  atomic_fetch_sub_explicit(&a->wakers, 1, memory_order_release);
+}
+
 typedef struct xtask {
   pts__command cmd; /* the post, in the target's inbox */
   pts_agent *agent; /* the target (no reference: used on its thread only) */
