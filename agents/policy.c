@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "agents/agents_impl.h"
+#include "sync/heap.h"
 
 /* Virtual runtime scale: ns of CPU * FAIR_SCALE / weight. A power of two so
  * weights up to 2^10 keep a resolution of one ns. */
@@ -104,7 +105,9 @@ static void fen_rebuild(pts__worker *w) {
 
 /* ---- the heap (strict, fair) ---- */
 
-static bool before(const pts__worker *w, const pts_agent *a, const pts_agent *b) {
+static bool before(const void *x, const void *y, const void *ctx) {
+  const pts__worker *w = ctx;
+  const pts_agent *a = *(pts_agent *const *)x, *b = *(pts_agent *const *)y;
   if (w->policy == PTS_POLICY_STRICT) {
     if (a->urgency != b->urgency) return a->urgency > b->urgency;
   } else if (a->vruntime != b->vruntime) {
@@ -113,53 +116,23 @@ static bool before(const pts__worker *w, const pts_agent *a, const pts_agent *b)
   return a->ready_since < b->ready_since;
 }
 
-static void hset(pts__worker *w, uint32_t i, pts_agent *a) {
-  w->arr->heap[i] = a;
-  a->hidx = i;
-}
+static void placed(void *x, uint32_t i) { (*(pts_agent **)x)->hidx = i; }
 
-static void hup(pts__worker *w, uint32_t i) {
-  pts_agent *a = w->arr->heap[i];
-  while (i > 0) {
-    uint32_t p = (i - 1) / 2;
-    if (!before(w, a, w->arr->heap[p])) break;
-    hset(w, i, w->arr->heap[p]);
-    i = p;
-  }
-  hset(w, i, a);
-}
-
-static void hdown(pts__worker *w, uint32_t i) {
-  pts_agent *a = w->arr->heap[i];
-  for (;;) {
-    uint32_t c = 2 * i + 1;
-    if (c >= w->hlen) break;
-    if (c + 1 < w->hlen && before(w, w->arr->heap[c + 1], w->arr->heap[c])) c++;
-    if (!before(w, w->arr->heap[c], a)) break;
-    hset(w, i, w->arr->heap[c]);
-    i = c;
-  }
-  hset(w, i, a);
-}
+static const pts__heap_kind heap_kind = {sizeof(pts_agent *), before, placed};
 
 static void hinsert(pts__worker *w, pts_agent *a) {
-  hset(w, w->hlen++, a);
-  hup(w, a->hidx);
+  pts__heap_push(w->arr->heap, &w->hlen, &a, heap_kind, w);
 }
 
 static void hfix(pts__worker *w, pts_agent *a) {
-  hup(w, a->hidx);
-  hdown(w, a->hidx);
+  pts__heap_fix(w->arr->heap, w->hlen, a->hidx, heap_kind, w);
 }
 
 static void hremove(pts__worker *w, pts_agent *a) {
   uint32_t i = a->hidx;
   if (i == PTS__NO_INDEX) return;
+  pts__heap_remove(w->arr->heap, &w->hlen, i, heap_kind, w);
   a->hidx = PTS__NO_INDEX;
-  pts_agent *last = w->arr->heap[--w->hlen];
-  if (last == a) return;
-  hset(w, i, last);
-  hfix(w, last);
 }
 
 /* ---- round-robin list ---- */

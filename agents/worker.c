@@ -19,6 +19,7 @@
 
 #include "agents/agents_impl.h"
 #include "sync/alloc.h"
+#include "sync/heap.h"
 #include "sync/nodecache.h"
 
 #define stat_add pts__stat_add
@@ -50,46 +51,22 @@ static void warrays_install(pts__worker *w, pts__warrays *n) {
   w->arr = n; /* the Fenwick tree is rebuilt by pts__policy_layout */
 }
 
-/* Timer heap: agents by next deadline (min-heap). */
-static void theap_set(pts__worker *w, uint32_t i, pts_agent *a) {
-  w->arr->theap[i] = a;
-  a->tidx = i;
+/* Timer heap: agents by next deadline (sync/heap.h). */
+static bool deadline_before(const void *x, const void *y, const void *ctx) {
+  (void)ctx;
+  return (*(pts_agent *const *)x)->deadline < (*(pts_agent *const *)y)->deadline;
 }
 
-static void theap_up(pts__worker *w, uint32_t i) {
-  pts_agent *a = w->arr->theap[i];
-  while (i > 0) {
-    uint32_t p = (i - 1) / 2;
-    pts_agent *pa = w->arr->theap[p];
-    if (pa->deadline <= a->deadline) break;
-    theap_set(w, i, pa);
-    i = p;
-  }
-  theap_set(w, i, a);
-}
+static void deadline_placed(void *x, uint32_t i) { (*(pts_agent **)x)->tidx = i; }
 
-static void theap_down(pts__worker *w, uint32_t i) {
-  pts_agent *a = w->arr->theap[i];
-  for (;;) {
-    uint32_t c = 2 * i + 1;
-    if (c >= w->tlen) break;
-    if (c + 1 < w->tlen && w->arr->theap[c + 1]->deadline < w->arr->theap[c]->deadline) c++;
-    if (w->arr->theap[c]->deadline >= a->deadline) break;
-    theap_set(w, i, w->arr->theap[c]);
-    i = c;
-  }
-  theap_set(w, i, a);
-}
+static const pts__heap_kind theap_kind = {sizeof(pts_agent *), deadline_before,
+                                          deadline_placed};
 
 static void theap_remove(pts__worker *w, pts_agent *a) {
   uint32_t i = a->tidx;
   if (i == PTS__NO_INDEX) return;
+  pts__heap_remove(w->arr->theap, &w->tlen, i, theap_kind, NULL);
   a->tidx = PTS__NO_INDEX;
-  pts_agent *last = w->arr->theap[--w->tlen];
-  if (last == a) return;
-  theap_set(w, i, last);
-  theap_up(w, i);
-  theap_down(w, last->tidx);
 }
 
 static void timer_update(pts__worker *w, pts_agent *a, uint64_t deadline) {
@@ -100,13 +77,10 @@ static void timer_update(pts__worker *w, pts_agent *a, uint64_t deadline) {
     return;
   }
   a->deadline = deadline;
-  if (a->tidx == PTS__NO_INDEX) {
-    theap_set(w, w->tlen++, a);
-    theap_up(w, a->tidx);
-  } else {
-    theap_up(w, a->tidx);
-    theap_down(w, a->tidx);
-  }
+  if (a->tidx == PTS__NO_INDEX)
+    pts__heap_push(w->arr->theap, &w->tlen, &a, theap_kind, NULL);
+  else
+    pts__heap_fix(w->arr->theap, w->tlen, a->tidx, theap_kind, NULL);
 }
 
 /* ---- the worker: polling, stepping, teardown ---- */

@@ -14,43 +14,20 @@
 
 #include "loop/loop_impl.h"
 #include "sync/alloc.h"
+#include "sync/heap.h"
 #include "sync/intrusive.h"
 
-/* ---- the heap ---- */
+/* ---- the heap (sync/heap.h): by deadline, then start order ---- */
 
-static bool before(const pts__heap_ent *a, const pts__heap_ent *b) {
-  return a->deadline < b->deadline ||
-         (a->deadline == b->deadline && a->seq < b->seq);
+static bool before(const void *x, const void *y, const void *ctx) {
+  (void)ctx;
+  const pts__heap_ent *a = x, *b = y;
+  return a->deadline < b->deadline || (a->deadline == b->deadline && a->seq < b->seq);
 }
 
-static void sift_up(pts__timer_heap *h, uint32_t i) {
-  pts__heap_ent e = h->a[i];
-  while (i > 0) {
-    uint32_t p = (i - 1) / 2;
-    if (!before(&e, &h->a[p])) break;
-    h->a[i] = h->a[p];
-    h->a[i].t->heap_index = i;
-    i = p;
-  }
-  h->a[i] = e;
-  e.t->heap_index = i;
-}
+static void placed(void *x, uint32_t i) { ((pts__heap_ent *)x)->t->heap_index = i; }
 
-static void sift_down(pts__timer_heap *h, uint32_t i) {
-  pts__heap_ent e = h->a[i];
-  uint32_t n = h->len;
-  for (;;) {
-    uint32_t c = 2 * i + 1;
-    if (c >= n) break;
-    if (c + 1 < n && before(&h->a[c + 1], &h->a[c])) c++;
-    if (!before(&h->a[c], &e)) break;
-    h->a[i] = h->a[c];
-    h->a[i].t->heap_index = i;
-    i = c;
-  }
-  h->a[i] = e;
-  e.t->heap_index = i;
-}
+static const pts__heap_kind heap_kind = {sizeof(pts__heap_ent), before, placed};
 
 int pts__timer_heap_reserve(pts__timer_heap *h, uint64_t need) {
   if (need <= h->cap) return 0;
@@ -68,23 +45,13 @@ int pts__timer_heap_reserve(pts__timer_heap *h, uint64_t need) {
 static int heap_push(pts__timer_heap *h, pts__timer *t) {
   int rc = pts__timer_heap_reserve(h, (uint64_t)h->len + 1);
   if (rc != 0) return rc;
-  h->a[h->len] = (pts__heap_ent){t->deadline, t->seq, t};
-  h->len++;
-  sift_up(h, h->len - 1);
+  pts__heap_ent e = {t->deadline, t->seq, t};
+  pts__heap_push(h->a, &h->len, &e, heap_kind, NULL);
   return 0;
 }
 
 static void heap_remove(pts__timer_heap *h, pts__timer *t) {
-  uint32_t i = t->heap_index;
-  pts__heap_ent last = h->a[--h->len];
-  if (i != h->len) {
-    h->a[i] = last;
-    last.t->heap_index = i;
-    if (i > 0 && before(&last, &h->a[(i - 1) / 2]))
-      sift_up(h, i);
-    else
-      sift_down(h, i);
-  }
+  pts__heap_remove(h->a, &h->len, t->heap_index, heap_kind, NULL);
   t->heap_index = UINT32_MAX;
 }
 
