@@ -242,12 +242,10 @@ TEST_F(GroupTest, RacingMovesDestroysAndNewMembersNeverSplitAGroup) {
 // four tasks; at rest they are together, where the last request applied
 // sent the group.
 TEST_F(GroupTest, TwoMembersAskedToTwoThreadsAtOnceEndTogether) {
-  pts_pool *p = NewPool(2, PTS_POLICY_ROUND_ROBIN);
+  ASSERT_NO_FATAL_FAILURE(
+      StartPool(pool_opts(2, PTS_POLICY_ROUND_ROBIN), {agent_opts("xy", 0), agent_opts("xy", 0)}));
   Origin o;
-  pts_agent_options ao = agent_opts("xy", 0);
-  pts_agent *x = nullptr, *y = nullptr;
-  ASSERT_EQ(0, pts_agent_new(p, &ao, &x));
-  ASSERT_EQ(0, pts_agent_new(p, &ao, &y));
+  pts_agent *x = agent(0), *y = agent(1);
   int rounds = stress_long() ? 20000 : under_tsan() ? 500 : 2000;
   std::mt19937_64 rng(35);
   for (int i = 0; i < rounds; i++) {
@@ -279,9 +277,7 @@ TEST_F(GroupTest, TwoMembersAskedToTwoThreadsAtOnceEndTogether) {
                     << pts_agent_thread(y);
     ASSERT_TRUE(t == tx || t == ty) << "round " << i << ": the group went where nobody asked";
   }
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(x);
-  pts_agent_unref(y);
+  ShutdownPool();
   EXPECT_EQ(0u, o.overlaps.load());
   EXPECT_EQ(o.posted.load(), o.ran.load());
   EXPECT_EQ(o.ran.load(), o.plain);
@@ -295,8 +291,7 @@ TEST_F(GroupTest, TheBalancerMovesWholeGroups) {
   constexpr int kGroups = 3, kSize = 3;
   pts_pool_options po = pool_opts(2, PTS_POLICY_FAIR);
   po.balance = true;
-  pts_pool *p = nullptr;
-  ASSERT_EQ(0, pts_pool_new(&po, &p));
+  ASSERT_NO_FATAL_FAILURE(StartPool(po));
   Origin origins[kGroups];
   std::vector<pts_agent *> members[kGroups];
   for (int g = 0; g < kGroups; g++) {
@@ -306,7 +301,7 @@ TEST_F(GroupTest, TheBalancerMovesWholeGroups) {
       // The first places the origin on thread 0; the rest follow it.
       pts_agent_options ao = agent_opts(origins[g].name.c_str(), m == 0 ? 0 : -1);
       pts_agent *a = nullptr;
-      ASSERT_EQ(0, pts_agent_new(p, &ao, &a));
+      ASSERT_NO_FATAL_FAILURE(AddAgent(&ao, &a));
       members[g].push_back(a);
     }
   }
@@ -353,9 +348,8 @@ TEST_F(GroupTest, TheBalancerMovesWholeGroups) {
   EXPECT_GT(moves, 0u) << "the balancer moved no group: the test checked nothing";
   std::printf("balancer: %llu group moves, %llu posts\n", static_cast<unsigned long long>(moves),
               static_cast<unsigned long long>(posts));
-  EXPECT_EQ(0, pts_pool_shutdown(p));
+  ShutdownPool();
   for (int g = 0; g < kGroups; g++) {
-    for (pts_agent *a : members[g]) pts_agent_unref(a);
     EXPECT_EQ(0u, origins[g].overlaps.load()) << origins[g].name;
     EXPECT_EQ(origins[g].posted.load(), origins[g].ran.load());
     EXPECT_EQ(origins[g].ran.load(), origins[g].plain);

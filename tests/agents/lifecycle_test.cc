@@ -77,12 +77,12 @@ void post_inner_promise(void *data, int status) {
 }
 
 TEST_F(LifecycleTest, DestroyWithPendingWorkReleasesEverything) {
-  pts_pool *p = NewPool(2, PTS_POLICY_STRICT);
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(2, PTS_POLICY_STRICT)));
   pts_agent *a, *other;
   pts_agent_options ao = agent_opts("a", 0);
-  ASSERT_EQ(0, pts_agent_new(p, &ao, &a));
+  ASSERT_NO_FATAL_FAILURE(AddAgent(&ao, &a));
   ao = agent_opts("other", 1);
-  ASSERT_EQ(0, pts_agent_new(p, &ao, &other));
+  ASSERT_NO_FATAL_FAILURE(AddAgent(&ao, &other));
   InnerPromise ip;
   InnerArgs args{a, &ip};
   ASSERT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_GENERIC, post_inner_promise, &args));
@@ -140,9 +140,6 @@ TEST_F(LifecycleTest, DestroyWithPendingWorkReleasesEverything) {
   EXPECT_EQ(1, r.cb_ran.load());
   EXPECT_EQ(1, r.done_closed.load());
   EXPECT_EQ(0, late.cb.load() + late.done.load());
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
-  pts_agent_unref(other);
 }
 
 struct SelfDestroy {
@@ -169,9 +166,8 @@ void destroy_self(void *data, int status) {
 // PTS_ECANCELED once, and the block goes back (AddressSanitizer and LSan
 // check the block is neither read after the callback nor lost).
 TEST_F(LifecycleTest, PlainPostsQueuedInTheSchedulerAreReleasedAtDestroy) {
-  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), 1));
+  pts_agent *a = agent(0);
   Blocker first, second;
   ASSERT_TRUE(first.block(a));
   Calls c;
@@ -196,14 +192,11 @@ TEST_F(LifecycleTest, PlainPostsQueuedInTheSchedulerAreReleasedAtDestroy) {
   ASSERT_TRUE(wait_until([&] { return c.cb.load() == n; }));
   EXPECT_EQ(n / 2, c.cb_ran.load());
   EXPECT_EQ(n / 2, c.cb_status_sum.load());  // the background ones: PTS_ECANCELED
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
 }
 
 TEST_F(LifecycleTest, DestroyFromOwnTask) {
-  pts_pool *p = NewPool(1, PTS_POLICY_ROUND_ROBIN);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_ROUND_ROBIN), 1));
+  pts_agent *a = agent(0);
   SelfDestroy s;
   s.a = a;
   Blocker blk;
@@ -221,8 +214,6 @@ TEST_F(LifecycleTest, DestroyFromOwnTask) {
   EXPECT_EQ(0, s.later.cb.load() + s.later.done.load());
   EXPECT_EQ(1, queued.done_closed.load());
   EXPECT_EQ(0, queued.cb_ran.load());
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
 }
 
 // pts_agent_destroy(a, true) on a thread of its own, for the tests of what
@@ -245,9 +236,8 @@ struct BackgroundDestroy {
 // Destroy protocol step 3: a producer admitted before the close may not have
 // pushed yet; the loop is freed only once its command is in and released.
 TEST_F(LifecycleTest, TheTeardownWaitsForAnAdmittedCommandAndReleasesIt) {
-  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), 1));
+  pts_agent *a = agent(0);
   ASSERT_TRUE(pts_test_agent_admit(a));
   BackgroundDestroy d(a);
   // Closed at once: a new post fails, the held admission keeps the loop.
@@ -260,17 +250,14 @@ TEST_F(LifecycleTest, TheTeardownWaitsForAnAdmittedCommandAndReleasesIt) {
   d.t.join();
   EXPECT_EQ(1, pts_test_probe_calls());
   EXPECT_EQ(PTS_ECANCELED, pts_test_probe_status());
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
 }
 
 // Destroy protocol step 4: the teardown takes the wake token for good and
 // waits for a producer inside the wake hook's slow path (which may be
 // pushing the agent's node to the worker) before it lets the worker go.
 TEST_F(LifecycleTest, TheTeardownKeepsTheWakeTokenAndWaitsForAWakeInProgress) {
-  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), 1));
+  pts_agent *a = agent(0);
   ASSERT_EQ(0, pts_agent_drain(a));  // idle: the token is back (false)
   ASSERT_TRUE(wait_until([&] { return !pts_test_agent_signaled(a); }));
   pts_test_agent_waker(a, +1);
@@ -280,9 +267,8 @@ TEST_F(LifecycleTest, TheTeardownKeepsTheWakeTokenAndWaitsForAWakeInProgress) {
   pts_test_agent_waker(a, -1);
   d.t.join();
   EXPECT_TRUE(pts_test_agent_signaled(a));  // a later wake pushes nothing
-  EXPECT_EQ(0, pts_pool_shutdown(p));
+  ShutdownPool();
   EXPECT_TRUE(pts_test_agent_signaled(a));
-  pts_agent_unref(a);
 }
 
 TEST_F(LifecycleTest, ShutdownWithAgentsAndPendingWork) {
@@ -350,9 +336,8 @@ void one_ms(void *data, int status) {
 }
 
 TEST_F(LifecycleTest, DrainWaitsForRunnableWorkNotTimers) {
-  pts_pool *p = NewPool(2, PTS_POLICY_ROUND_ROBIN);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(2, PTS_POLICY_ROUND_ROBIN), 1));
+  pts_agent *a = agent(0);
   Sleeper s;
   for (int i = 0; i < 20; i++)
     ASSERT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_GENERIC, one_ms, &s));
@@ -367,18 +352,17 @@ TEST_F(LifecycleTest, DrainWaitsForRunnableWorkNotTimers) {
   EXPECT_EQ(0, delayed.done.load());
   // An idle agent drains at once.
   ASSERT_EQ(0, pts_agent_drain(a));
-  EXPECT_EQ(0, pts_pool_shutdown(p));
+  ShutdownPool();
   EXPECT_EQ(1, delayed.done_closed.load());
-  pts_agent_unref(a);
 }
 
 TEST_F(LifecycleTest, LongCallbackDoesNotStopOtherThread) {
-  pts_pool *p = NewPool(2, PTS_POLICY_STRICT);
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(2, PTS_POLICY_STRICT)));
   pts_agent *slow, *fast;
   pts_agent_options ao = agent_opts("slow", 0);
-  ASSERT_EQ(0, pts_agent_new(p, &ao, &slow));
+  ASSERT_NO_FATAL_FAILURE(AddAgent(&ao, &slow));
   ao = agent_opts("fast", 1);
-  ASSERT_EQ(0, pts_agent_new(p, &ao, &fast));
+  ASSERT_NO_FATAL_FAILURE(AddAgent(&ao, &fast));
   Blocker blk;
   ASSERT_TRUE(blk.block(slow));
   Calls c;
@@ -389,9 +373,6 @@ TEST_F(LifecycleTest, LongCallbackDoesNotStopOtherThread) {
   EXPECT_FALSE(blk.release.load());
   blk.release.store(true);
   EXPECT_EQ(0, pts_agent_drain(slow));
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(slow);
-  pts_agent_unref(fast);
 }
 
 TEST_F(LifecycleTest, ManyAgentsComeAndGo) {

@@ -20,7 +20,10 @@
 namespace ptstest {
 namespace {
 
-using MoveTest = AgentsTest;
+class MoveTest : public AgentsTest {
+ protected:
+  void ExpectStayPut(bool balance, bool pin);
+};
 
 pts_agent_stats stats_of(pts_agent *a) {
   pts_agent_stats s;
@@ -36,13 +39,11 @@ pts_thread_stats thread_stats(pts_pool *p, unsigned t) {
 
 uint64_t moves_of(pts_agent *a) { return stats_of(a).moves; }
 
-// An agent of origin placed on thread; a test cannot go on without it.
-pts_agent *new_agent(pts_pool *p, const char *origin, int thread, bool pinned = false) {
+// Options of an agent of origin placed on thread.
+pts_agent_options placed(const char *origin, int thread, bool pinned = false) {
   pts_agent_options ao = agent_opts(origin, thread);
   ao.pinned = pinned;
-  pts_agent *a = nullptr;
-  if (pts_agent_new(p, &ao, &a) != 0) std::abort();
-  return a;
+  return ao;
 }
 
 // Requests a move and waits until the agent has moved once more.
@@ -66,15 +67,15 @@ pts_value where_cb(void *data, int status) {
 }
 
 TEST_F(MoveTest, ExplicitMoveCarriesTimersTasksControllersAndItsOrigin) {
-  pts_pool *p = NewPool(2, PTS_POLICY_STRICT);
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(2, PTS_POLICY_STRICT)));
   pts_agent_options ao = agent_opts("https://x.example", 0);
   ao.pinned = true;  // pinning stops the balancer, not an explicit move
   pts_agent *a, *b, *c;
-  ASSERT_EQ(0, pts_agent_new(p, &ao, &a));
+  ASSERT_NO_FATAL_FAILURE(AddAgent(&ao, &a));
   ao.pinned = false;
-  ASSERT_EQ(0, pts_agent_new(p, &ao, &b));  // same origin: moves with a
+  ASSERT_NO_FATAL_FAILURE(AddAgent(&ao, &b));  // same origin: moves with a
   pts_agent_options other = agent_opts("https://y.example", 0);
-  ASSERT_EQ(0, pts_agent_new(p, &other, &c));  // another origin: stays
+  ASSERT_NO_FATAL_FAILURE(AddAgent(&other, &c));  // another origin: stays
   // A delayed task (a timer on a's loop) and a remote controller made on
   // a's loop before the move.
   pts_remote_controller *rc;
@@ -119,7 +120,7 @@ TEST_F(MoveTest, ExplicitMoveCarriesTimersTasksControllersAndItsOrigin) {
   EXPECT_EQ(0, late_r.status.load());
   EXPECT_EQ(7, late_r.ival.load());
   EXPECT_EQ(1, late.thread.load());
-  pts_thread_stats t0 = thread_stats(p, 0), t1 = thread_stats(p, 1);
+  pts_thread_stats t0 = thread_stats(pool(), 0), t1 = thread_stats(pool(), 1);
   EXPECT_EQ(2u, t0.moves_out);
   EXPECT_EQ(2u, t1.moves_in);
   EXPECT_EQ(0u, t0.moves_in);
@@ -129,15 +130,13 @@ TEST_F(MoveTest, ExplicitMoveCarriesTimersTasksControllersAndItsOrigin) {
   // A new agent of the moved origin is placed where it went.
   pts_agent *d;
   pts_agent_options same = agent_opts("https://x.example");
-  ASSERT_EQ(0, pts_agent_new(p, &same, &d));
+  ASSERT_NO_FATAL_FAILURE(AddAgent(&same, &d));
   EXPECT_EQ(1, pts_agent_thread(d));
   // Already there: nothing to do. And back again.
   EXPECT_EQ(0, pts_agent_move(a, 1));
   ASSERT_TRUE(move_and_wait(c, 1));
   EXPECT_EQ(1, pts_agent_thread(c));
   pts_remote_controller_unref(rc);
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  for (pts_agent *x : {a, b, c, d}) pts_agent_unref(x);
 }
 
 // A promise made (with a reaction registered) on thread 0 is resolved after
@@ -150,9 +149,9 @@ struct Pending {
 };
 
 TEST_F(MoveTest, PromisesMoveWithTheirLoop) {
-  pts_pool *p = NewPool(2, PTS_POLICY_FAIR);
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(2, PTS_POLICY_FAIR), {placed("promises", 0)}));
   Pending pd;
-  pd.a = new_agent(p, "promises", 0);
+  pd.a = agent(0);
   ASSERT_EQ(0, pts_agent_queue_task(pd.a, PTS_SOURCE_GENERIC, [](void *d, int s) {
     auto *pd = static_cast<Pending *>(d);
     if (s != 0 || pts_promise_new(pts_agent_loop(pd->a), &pd->p) != 0) return;
@@ -177,23 +176,20 @@ TEST_F(MoveTest, PromisesMoveWithTheirLoop) {
   ASSERT_TRUE(wait_until([&] { return pd.reacted.load() == 1; }));
   EXPECT_EQ(1, pd.thread.load());
   EXPECT_EQ(42, pd.value.load());
-  EXPECT_EQ(0, pts_pool_shutdown(p));
+  ShutdownPool();
   EXPECT_EQ(1, pd.reacted.load());
-  pts_agent_unref(pd.a);
 }
 
 TEST_F(MoveTest, BadArgumentsAndClosedAgents) {
-  pts_pool *p = NewPool(2, PTS_POLICY_ROUND_ROBIN);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(2, PTS_POLICY_ROUND_ROBIN), 1));
+  pts_agent *a = agent(0);
   EXPECT_EQ(PTS_EINVAL, pts_agent_move(nullptr, 0));
   EXPECT_EQ(PTS_EINVAL, pts_agent_move(a, -1));
   EXPECT_EQ(PTS_EINVAL, pts_agent_move(a, 2));
   EXPECT_EQ(0, pts_agent_destroy(a, true));
   EXPECT_EQ(PTS_ECLOSED, pts_agent_move(a, 1));
-  EXPECT_EQ(0, pts_pool_shutdown(p));
+  ShutdownPool();
   EXPECT_EQ(PTS_ECLOSED, pts_agent_move(a, 1));
-  pts_agent_unref(a);
 }
 
 // ---- moves racing posts ----
@@ -254,8 +250,9 @@ size_t race_posts() {
 // agent keeps the threads company.
 TEST_F(MoveTest, MovesRacingPostsLoseAndReorderNothing) {
   const size_t n = race_posts(), producers = 2, per = n / producers;
-  pts_pool *p = NewPool(3, PTS_POLICY_ROUND_ROBIN);
-  pts_agent *a = new_agent(p, "target", 0), *nb = new_agent(p, "neighbour", 1);
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(3, PTS_POLICY_ROUND_ROBIN),
+                                    {placed("target", 0), placed("neighbour", 1)}));
+  pts_agent *a = agent(0);
   Track t(producers);
   std::vector<Item> items(n);
   std::vector<std::atomic<uint8_t>> calls(n);
@@ -307,9 +304,6 @@ TEST_F(MoveTest, MovesRacingPostsLoseAndReorderNothing) {
   EXPECT_GE(moves, 10u) << "the race needs moves";
   std::fprintf(stderr, "racing posts: %zu, moves: %llu (%zu requests)\n", producers * per,
                static_cast<unsigned long long>(moves), mover.requests.load());
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
-  pts_agent_unref(nb);
 }
 
 // ---- moves racing aborts, setPriority and destroy ----
@@ -343,8 +337,8 @@ void ignore_status(void *, int) {}
 
 TEST_F(MoveTest, MovesRacingAbortsAndSetPriority) {
   const size_t n = stress_long() ? 200000 : (under_tsan() ? 4000 : 20000);
-  pts_pool *p = NewPool(2, PTS_POLICY_STRICT);
-  pts_agent *a = new_agent(p, "target", 0);
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(2, PTS_POLICY_STRICT), {placed("target", 0)}));
+  pts_agent *a = agent(0);
   Outcomes l(n);
   std::vector<Ticket> tickets(n);
   // A fresh controller every 4 posts; the controller thread aborts or
@@ -415,8 +409,6 @@ TEST_F(MoveTest, MovesRacingAbortsAndSetPriority) {
   EXPECT_GE(moves_of(a), 5u);
   std::fprintf(stderr, "racing controller posts: %zu (%zu ran, %zu aborted), moves: %llu\n", n,
                ran, aborted, static_cast<unsigned long long>(moves_of(a)));
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
 }
 
 // Destroy lands in the middle of moves and posts: every accepted post is
@@ -424,10 +416,12 @@ TEST_F(MoveTest, MovesRacingAbortsAndSetPriority) {
 TEST_F(MoveTest, DestroyRacingMovesAndPosts) {
   const int rounds = under_tsan() ? 20 : 100;
   const size_t n = 400;
-  pts_pool *p = NewPool(2, PTS_POLICY_FAIR);
+  // Each round's agent is the test's own: made, destroyed and released in
+  // the round.
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(2, PTS_POLICY_FAIR)));
   for (int r = 0; r < rounds; r++) {
     pts_agent *a;
-    ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+    ASSERT_EQ(0, pts_agent_new(pool(), nullptr, &a));
     std::vector<std::atomic<uint8_t>> calls(n);
     std::atomic<size_t> accepted{0};
     Mover mover(a, 2);
@@ -451,14 +445,14 @@ TEST_F(MoveTest, DestroyRacingMovesAndPosts) {
     EXPECT_EQ(0u, bad) << "round " << r;
     pts_agent_unref(a);
   }
-  EXPECT_EQ(0, pts_pool_shutdown(p));
 }
 
 // pts_agent_destroy(wait) from a pool thread: EBUSY if the agent is on (or
 // moving to) that thread, whatever moves happened before.
 TEST_F(MoveTest, DestroyWaitFollowsTheAgentsThread) {
-  pts_pool *p = NewPool(2, PTS_POLICY_STRICT);
-  pts_agent *a = new_agent(p, "a", 0), *b = new_agent(p, "b", 1);
+  ASSERT_NO_FATAL_FAILURE(
+      StartPool(pool_opts(2, PTS_POLICY_STRICT), {placed("a", 0), placed("b", 1)}));
+  pts_agent *a = agent(0), *b = agent(1);
   ASSERT_TRUE(move_and_wait(b, 0));  // now b shares a's thread
   struct Ctx {
     pts_agent *b;
@@ -470,9 +464,6 @@ TEST_F(MoveTest, DestroyWaitFollowsTheAgentsThread) {
   ASSERT_TRUE(wait_until([&] { return c.rc.load() != 1; }));
   EXPECT_EQ(PTS_EBUSY, c.rc.load());
   EXPECT_EQ(0, pts_agent_destroy(b, true));
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
-  pts_agent_unref(b);
 }
 
 // ---- the balancer ----
@@ -503,17 +494,16 @@ struct Hot {
   }
 };
 
-pts_pool *balanced_pool(unsigned threads, pts_policy policy, bool balance) {
+pts_pool_options balanced(unsigned threads, pts_policy policy, bool balance) {
   pts_pool_options o = pool_opts(threads, policy);
   o.balance = balance;
-  pts_pool *p = nullptr;
-  EXPECT_EQ(0, pts_pool_new(&o, &p));
-  return p;
+  return o;
 }
 
 TEST_F(MoveTest, IdleThreadTakesOneHotLoopOnce) {
-  pts_pool *p = balanced_pool(2, PTS_POLICY_ROUND_ROBIN, true);
-  pts_agent *a = new_agent(p, "hot-a", 0), *b = new_agent(p, "hot-b", 0);
+  ASSERT_NO_FATAL_FAILURE(StartPool(balanced(2, PTS_POLICY_ROUND_ROBIN, true),
+                                    {placed("hot-a", 0), placed("hot-b", 0)}));
+  pts_agent *a = agent(0), *b = agent(1);
   Hot ha, hb;
   ha.Start(a);
   hb.Start(b);
@@ -528,14 +518,16 @@ TEST_F(MoveTest, IdleThreadTakesOneHotLoopOnce) {
   EXPECT_EQ(m, moves_of(a) + moves_of(b)) << "moved again in a steady load";
   ha.Stop();
   hb.Stop();
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
-  pts_agent_unref(b);
 }
 
-void expect_stay_put(bool balance, bool pin) {
-  pts_pool *p = balanced_pool(2, PTS_POLICY_STRICT, balance);
-  pts_agent *a = new_agent(p, "hot-a", 0, pin), *b = new_agent(p, "hot-b", 0, pin);
+// On a pool of its own, shut down before it returns (a test may call it
+// more than once).
+void MoveTest::ExpectStayPut(bool balance, bool pin) {
+  ASSERT_NO_FATAL_FAILURE(StartPool(balanced(2, PTS_POLICY_STRICT, balance)));
+  pts_agent_options ao = placed("hot-a", 0, pin), bo = placed("hot-b", 0, pin);
+  pts_agent *a, *b;
+  ASSERT_NO_FATAL_FAILURE(AddAgent(&ao, &a));
+  ASSERT_NO_FATAL_FAILURE(AddAgent(&bo, &b));
   Hot ha, hb;
   ha.Start(a);
   hb.Start(b);
@@ -546,14 +538,12 @@ void expect_stay_put(bool balance, bool pin) {
   EXPECT_GT(ha.tasks.load() + hb.tasks.load(), 0u);
   ha.Stop();
   hb.Stop();
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
-  pts_agent_unref(b);
+  ShutdownPool();
 }
 
 TEST_F(MoveTest, PinnedAgentsAndUnbalancedPoolsStayPut) {
-  expect_stay_put(true, true);
-  expect_stay_put(false, false);
+  ASSERT_NO_FATAL_FAILURE(ExpectStayPut(true, true));
+  ASSERT_NO_FATAL_FAILURE(ExpectStayPut(false, false));
 }
 
 }  // namespace

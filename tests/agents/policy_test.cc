@@ -240,17 +240,15 @@ TEST_F(PolicyTest, TimePartitionedKeepsSlotsWhateverTheNeighbourDoes) {
   const uint64_t slot = 5000000;  // 5 ms
   // A step decided just before a boundary starts its callback a little after.
   const uint64_t tol = under_tsan() ? 1500000 : 500000;
-  pts_pool *p = NewPool(1, PTS_POLICY_TIME_PARTITIONED, 1, slot);
-  pts_agent *a, *b;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));  // slot 0
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &b));  // slot 1
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_TIME_PARTITIONED, 1, slot), 2));
+  pts_agent *a = agent(0), *b = agent(1);  // slots 0 and 1
   ASSERT_TRUE(wait_until([&] {
     pts_thread_stats ts;
-    pts_pool_get_thread_stats(p, 0, &ts);
+    pts_pool_get_thread_stats(pool(), 0, &ts);
     return ts.agents == 2;
   }));
   pts_thread_stats ts0;
-  ASSERT_EQ(0, pts_pool_get_thread_stats(p, 0, &ts0));
+  ASSERT_EQ(0, pts_pool_get_thread_stats(pool(), 0, &ts0));
   // Phase 1: b idle; a saturated. a's tasks start only in its slots and the
   // thread idles through b's.
   Spinner sa;
@@ -281,15 +279,12 @@ TEST_F(PolicyTest, TimePartitionedKeepsSlotsWhateverTheNeighbourDoes) {
   sa2.finish();
   sb.finish();
   pts_thread_stats ts1;
-  ASSERT_EQ(0, pts_pool_get_thread_stats(p, 0, &ts1));
+  ASSERT_EQ(0, pts_pool_get_thread_stats(pool(), 0, &ts1));
   EXPECT_EQ(ts0.frame_origin_ns, ts1.frame_origin_ns);
   ASSERT_GT(sa2.starts.size(), 20u);
   ASSERT_GT(sb.starts.size(), 20u);
   expect_in_own_slots(sa2.starts, ts1.frame_origin_ns, slot, 2, 0, tol);
   expect_in_own_slots(sb.starts, ts1.frame_origin_ns, slot, 2, 1, tol);
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
-  pts_agent_unref(b);
 }
 
 

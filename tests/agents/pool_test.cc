@@ -40,68 +40,64 @@ TEST_F(PoolTest, PoolOptionsChecked) {
 
 // Placement rule of agents.h.
 TEST_F(PoolTest, OneOriginPerThreadThenFewestAgents) {
-  pts_pool *p = NewPool(3, PTS_POLICY_STRICT);
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(3, PTS_POLICY_STRICT)));
   pts_agent_options ao;
   pts_agent *a1, *b1, *c1, *a2, *d1, *e1;
   ao = agent_opts("https://a.example");
-  ASSERT_EQ(0, pts_agent_new(p, &ao, &a1));
+  ASSERT_NO_FATAL_FAILURE(AddAgent(&ao, &a1));
   ao = agent_opts("https://b.example");
-  ASSERT_EQ(0, pts_agent_new(p, &ao, &b1));
+  ASSERT_NO_FATAL_FAILURE(AddAgent(&ao, &b1));
   ao = agent_opts("https://c.example");
-  ASSERT_EQ(0, pts_agent_new(p, &ao, &c1));
+  ASSERT_NO_FATAL_FAILURE(AddAgent(&ao, &c1));
   // One origin per thread while threads suffice.
   EXPECT_EQ(0, pts_agent_thread(a1));
   EXPECT_EQ(1, pts_agent_thread(b1));
   EXPECT_EQ(2, pts_agent_thread(c1));
   // Same origin: co-located, even though another thread has fewer agents.
   ao = agent_opts("https://a.example");
-  ASSERT_EQ(0, pts_agent_new(p, &ao, &a2));
+  ASSERT_NO_FATAL_FAILURE(AddAgent(&ao, &a2));
   EXPECT_EQ(0, pts_agent_thread(a2));
   // Threads exhausted: the thread with the fewest agents (lowest on ties).
   ao = agent_opts("https://d.example");
-  ASSERT_EQ(0, pts_agent_new(p, &ao, &d1));
+  ASSERT_NO_FATAL_FAILURE(AddAgent(&ao, &d1));
   EXPECT_EQ(1, pts_agent_thread(d1));
   ao = agent_opts("https://e.example");
-  ASSERT_EQ(0, pts_agent_new(p, &ao, &e1));
+  ASSERT_NO_FATAL_FAILURE(AddAgent(&ao, &e1));
   EXPECT_EQ(2, pts_agent_thread(e1));
   // An origin whose agents are all gone frees its thread for a new origin.
   ASSERT_EQ(0, pts_agent_destroy(b1, true));
   ASSERT_EQ(0, pts_agent_destroy(d1, true));
   pts_agent *f1;
   ao = agent_opts("https://f.example");
-  ASSERT_EQ(0, pts_agent_new(p, &ao, &f1));
+  ASSERT_NO_FATAL_FAILURE(AddAgent(&ao, &f1));
   EXPECT_EQ(1, pts_agent_thread(f1));
   pts_thread_stats ts;
-  ASSERT_EQ(0, pts_pool_get_thread_stats(p, 0, &ts));
+  ASSERT_EQ(0, pts_pool_get_thread_stats(pool(), 0, &ts));
   EXPECT_TRUE(wait_until([&] {
-    pts_pool_get_thread_stats(p, 0, &ts);
+    pts_pool_get_thread_stats(pool(), 0, &ts);
     return ts.agents == 2;
   }));
-  EXPECT_EQ(PTS_EINVAL, pts_pool_get_thread_stats(p, 3, &ts));
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  for (pts_agent *a : {a1, b1, c1, a2, d1, e1, f1}) pts_agent_unref(a);
+  EXPECT_EQ(PTS_EINVAL, pts_pool_get_thread_stats(pool(), 3, &ts));
 }
 
 TEST_F(PoolTest, ExplicitAndAnonymousPlacement) {
-  pts_pool *p = NewPool(2, PTS_POLICY_ROUND_ROBIN);
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(2, PTS_POLICY_ROUND_ROBIN)));
   pts_agent_options ao = agent_opts("x", 1);
   pts_agent *x, *y, *n1, *n2;
-  ASSERT_EQ(0, pts_agent_new(p, &ao, &x));
+  ASSERT_NO_FATAL_FAILURE(AddAgent(&ao, &x));
   EXPECT_EQ(1, pts_agent_thread(x));
   ao = agent_opts("x", 0);  // same origin, explicitly elsewhere
-  ASSERT_EQ(0, pts_agent_new(p, &ao, &y));
+  ASSERT_NO_FATAL_FAILURE(AddAgent(&ao, &y));
   EXPECT_EQ(0, pts_agent_thread(y));
   ao = agent_opts("x", 2);
   pts_agent *bad = nullptr;
-  EXPECT_EQ(PTS_EINVAL, pts_agent_new(p, &ao, &bad));
+  EXPECT_EQ(PTS_EINVAL, pts_agent_new(pool(), &ao, &bad));
   EXPECT_EQ(nullptr, bad);
-  EXPECT_EQ(PTS_EINVAL, pts_agent_new(p, nullptr, nullptr));
+  EXPECT_EQ(PTS_EINVAL, pts_agent_new(pool(), nullptr, nullptr));
   // NULL origin: each agent is its own origin.
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &n1));
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &n2));
+  ASSERT_NO_FATAL_FAILURE(AddAgent(nullptr, &n1));
+  ASSERT_NO_FATAL_FAILURE(AddAgent(nullptr, &n2));
   EXPECT_NE(pts_agent_thread(n1), pts_agent_thread(n2));
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  for (pts_agent *a : {x, y, n1, n2}) pts_agent_unref(a);
 }
 
 struct ThreadProbe {
@@ -131,9 +127,8 @@ void probe_done(void *data, int status, pts_value v) {
 }
 
 TEST_F(PoolTest, PostTaskResultOnAgentThread) {
-  pts_pool *p = NewPool(2, PTS_POLICY_STRICT);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(2, PTS_POLICY_STRICT), 1));
+  pts_agent *a = agent(0);
   ThreadProbe t;
   t.agent = a;
   ASSERT_EQ(0, pts_agent_post_task(a, nullptr, probe_task, &t, probe_done, &t, nullptr));
@@ -143,8 +138,6 @@ TEST_F(PoolTest, PostTaskResultOnAgentThread) {
   EXPECT_NE(std::this_thread::get_id(), t.task_thread);
   EXPECT_EQ(0, pts_agent_drain(a));
   EXPECT_EQ(1, t.calls.load());
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
 }
 
 // A task of B that records B's thread.
@@ -153,12 +146,9 @@ void record_thread(void *data, int status) {
 }
 
 TEST_F(PoolTest, ResultDeliveredOnReplyToLoop) {
-  pts_pool *p = NewPool(2, PTS_POLICY_STRICT);
-  pts_agent_options ao = agent_opts("a", 0);
-  pts_agent *a, *b;
-  ASSERT_EQ(0, pts_agent_new(p, &ao, &a));
-  ao = agent_opts("b", 1);
-  ASSERT_EQ(0, pts_agent_new(p, &ao, &b));
+  ASSERT_NO_FATAL_FAILURE(
+      StartPool(pool_opts(2, PTS_POLICY_STRICT), {agent_opts("a", 0), agent_opts("b", 1)}));
+  pts_agent *a = agent(0), *b = agent(1);
   std::thread::id b_thread;
   ASSERT_EQ(0, pts_agent_queue_task(b, PTS_SOURCE_GENERIC, record_thread, &b_thread));
   ASSERT_EQ(0, pts_agent_drain(b));
@@ -173,9 +163,6 @@ TEST_F(PoolTest, ResultDeliveredOnReplyToLoop) {
   pts_agent_stats st;
   ASSERT_EQ(0, pts_agent_get_stats(b, &st));
   EXPECT_EQ(2u, st.tasks_run[PTS_CLASS_FIFO]);
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
-  pts_agent_unref(b);
 }
 
 pts_value throw_type_error(void *, int status) {
@@ -195,9 +182,8 @@ pts_value return_settled_promise(void *data, int status) {
 }
 
 TEST_F(PoolTest, ErrorResultAndPromiseAdoption) {
-  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), 1));
+  pts_agent *a = agent(0);
   Result r1, r2;
   ASSERT_EQ(0, pts_agent_post_task(a, nullptr, throw_type_error, nullptr, result_fn, &r1, nullptr));
   ASSERT_EQ(0, pts_agent_post_task(a, nullptr, return_settled_promise, a, result_fn, &r2, nullptr));
@@ -207,8 +193,6 @@ TEST_F(PoolTest, ErrorResultAndPromiseAdoption) {
   EXPECT_EQ(PTS_ETYPE, r1.err_code.load());
   EXPECT_EQ(0, r2.status.load());
   EXPECT_EQ(7, r2.ival.load());
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
 }
 
 pts_value never_called(void *data, int) {
@@ -217,10 +201,8 @@ pts_value never_called(void *data, int) {
 }
 
 TEST_F(PoolTest, BadOptionsFailAtTheCall) {
-  pts_pool *p = NewPool(2, PTS_POLICY_STRICT);
-  pts_agent *a, *b;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &b));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(2, PTS_POLICY_STRICT), 2));
+  pts_agent *a = agent(0), *b = agent(1);
   std::atomic<int> called{0};
   Result r;
   pts_agent_post_options po = PTS_AGENT_POST_OPTIONS_INIT;
@@ -255,9 +237,6 @@ TEST_F(PoolTest, BadOptionsFailAtTheCall) {
   EXPECT_EQ(0, pts_agent_drain(b));
   EXPECT_EQ(0, called.load());
   EXPECT_EQ(0, r.calls.load());
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
-  pts_agent_unref(b);
 }
 
 struct Sources {
@@ -277,9 +256,8 @@ void source_task(void *data, int status) {
 
 // Ordinary task sources from any thread: input runs before messages.
 TEST_F(PoolTest, QueueTaskOnSources) {
-  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), 1));
+  pts_agent *a = agent(0);
   Blocker blk;
   ASSERT_TRUE(blk.block(a));
   Sources s;
@@ -302,8 +280,6 @@ TEST_F(PoolTest, QueueTaskOnSources) {
   ASSERT_EQ(0, pts_agent_get_stats(a, &st));
   EXPECT_EQ(1u, st.tasks_run[PTS_CLASS_INPUT]);
   EXPECT_EQ(2u, st.tasks_run[PTS_CLASS_FIFO]);
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
 }
 
 struct DoneCount {
@@ -317,9 +293,8 @@ void count_done(void *data, int status) {
 }
 
 TEST_F(PoolTest, RemoteControllerAbortsAndReprioritises) {
-  pts_pool *p = NewPool(2, PTS_POLICY_STRICT);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(2, PTS_POLICY_STRICT), 1));
+  pts_agent *a = agent(0);
   pts_remote_controller *tc, *ac;
   ASSERT_EQ(0, pts_remote_controller_new_async(a, PTS_PRIORITY_BACKGROUND, &tc));
   ASSERT_EQ(0, pts_remote_controller_new_async(a, -1, &ac));
@@ -353,8 +328,6 @@ TEST_F(PoolTest, RemoteControllerAbortsAndReprioritises) {
   EXPECT_EQ(2, cb_calls.load());  // the callbacks were told (PTS_EABORT), once each
   pts_remote_controller_unref(tc);
   pts_remote_controller_unref(ac);
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
 }
 
 // A post with no done callback carries its delay and its controller all
@@ -375,9 +348,8 @@ pts_value record_start(void *data, int status) {
 }
 
 TEST_F(PoolTest, DelayWithoutDoneCallbackDelays) {
-  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), 1));
+  pts_agent *a = agent(0);
   pts_agent_post_options po = PTS_AGENT_POST_OPTIONS_INIT;
   po.delay_ms = 40;
   Started s;
@@ -388,14 +360,11 @@ TEST_F(PoolTest, DelayWithoutDoneCallbackDelays) {
                                         t0.time_since_epoch()).count();
   EXPECT_GE(waited, 40 * 1000000LL);  // a delay only grows under load
   EXPECT_EQ(0, s.status.load());
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
 }
 
 TEST_F(PoolTest, ControllerWithoutDoneCallbackAborts) {
-  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), 1));
+  pts_agent *a = agent(0);
   pts_remote_controller *rc;
   ASSERT_EQ(0, pts_remote_controller_new_async(a, PTS_PRIORITY_USER_VISIBLE, &rc));
   DoneCount ab;
@@ -408,8 +377,6 @@ TEST_F(PoolTest, ControllerWithoutDoneCallbackAborts) {
   ASSERT_TRUE(wait_until([&] { return s.calls.load() == 1; }));
   EXPECT_EQ(PTS_EABORT, s.status.load());  // told, never run
   pts_remote_controller_unref(rc);
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
 }
 
 struct SyncRc {
@@ -429,9 +396,8 @@ void make_rc_in_task(void *data, int status) {
 }
 
 TEST_F(PoolTest, RemoteControllerCreatedInsideTask) {
-  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), 1));
+  pts_agent *a = agent(0);
   SyncRc s;
   s.a = a;
   ASSERT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_GENERIC, make_rc_in_task, &s));
@@ -445,8 +411,6 @@ TEST_F(PoolTest, RemoteControllerCreatedInsideTask) {
   EXPECT_EQ(0, ab.status.load());
   pts_remote_controller_unref(s.rc);
   ASSERT_EQ(0, pts_agent_drain(a));
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
 }
 
 // Start delays counted in all buckets.
@@ -457,9 +421,8 @@ uint64_t delay_hist_total(const pts_agent_stats &st) {
 }
 
 TEST_F(PoolTest, StatisticsCountTasksDelaysAndInbox) {
-  pts_pool *p = NewPool(1, PTS_POLICY_ROUND_ROBIN);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_ROUND_ROBIN), 1));
+  pts_agent *a = agent(0);
   ASSERT_EQ(0, pts_agent_set_delay_stats(a, true));  // off by default
   // Attached and idle first, so the blocker runs in place (docs/agents.md,
   // "Hot paths") whatever the timing of the agent's creation.
@@ -495,12 +458,10 @@ TEST_F(PoolTest, StatisticsCountTasksDelaysAndInbox) {
   // the pass that follows finds the other n - 1.
   EXPECT_GE(st.inbox_max, static_cast<uint64_t>(n - 1));
   pts_thread_stats ts;
-  ASSERT_EQ(0, pts_pool_get_thread_stats(p, 0, &ts));
+  ASSERT_EQ(0, pts_pool_get_thread_stats(pool(), 0, &ts));
   EXPECT_GE(ts.steps, static_cast<uint64_t>(n + 1));
   EXPECT_GE(ts.busy_ns, st.cpu_ns);
   EXPECT_EQ(1u, ts.agents);
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
 }
 
 // pts_agent_set_delay_stats: posts made while it is off (the default, since
@@ -509,9 +470,8 @@ TEST_F(PoolTest, StatisticsCountTasksDelaysAndInbox) {
 // posts count; off again, they do not.
 TEST_F(PoolTest, DelayStatisticsCanBeTurnedOffAndOn) {
   EXPECT_EQ(PTS_EINVAL, pts_agent_set_delay_stats(nullptr, false));
-  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), 1));
+  pts_agent *a = agent(0);
   auto hist_total = [&] {
     pts_agent_stats st;
     EXPECT_EQ(0, pts_agent_get_stats(a, &st));
@@ -543,8 +503,6 @@ TEST_F(PoolTest, DelayStatisticsCanBeTurnedOffAndOn) {
   ASSERT_TRUE(wait_until([&] { return done.calls.load() == 3 * n; }));
   ASSERT_EQ(0, pts_agent_drain(a));
   EXPECT_EQ(static_cast<uint64_t>(2 * n), hist_total());
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
 }
 
 // ---- plain posts run in place (docs/agents.md, "Hot paths") ----
@@ -620,9 +578,8 @@ pts_agent_task_req *new_req() {
 // place), each run once with their own callback data, in priority order.
 // A handle written into a request would overwrite its neighbour's.
 TEST_F(PoolTest, RequestsSideBySideWaitInTheSchedulerWithoutTouchingEachOther) {
-  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), 1));
+  pts_agent *a = agent(0);
   ASSERT_EQ(0, pts_agent_drain(a));
   static_assert(sizeof(pts_agent_task_req) == 64, "one cache line since 3.0");
   const int n = 16;
@@ -646,16 +603,13 @@ TEST_F(PoolTest, RequestsSideBySideWaitInTheSchedulerWithoutTouchingEachOther) {
   ASSERT_EQ(0, pts_agent_drain(a));
   EXPECT_EQ("ub" + late, log.Ids());
   EXPECT_LE(ran_in_place(a) - in_place, 1u);  // the others waited in a queue
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
 }
 
 // Plain posts with requests to an idle agent alone on its thread run in
 // place, once each, in posting order, counted like pts_agent_post_task's.
 TEST_F(PoolTest, PostTaskReqRunsOnceInOrderAndLeavesTheRequestToItsCallback) {
-  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), 1));
+  pts_agent *a = agent(0);
   ASSERT_EQ(0, pts_agent_set_delay_stats(a, true));  // in-place runs are timed too
   ASSERT_EQ(0, pts_agent_drain(a));
   const int n = 50;
@@ -680,8 +634,6 @@ TEST_F(PoolTest, PostTaskReqRunsOnceInOrderAndLeavesTheRequestToItsCallback) {
   EXPECT_EQ(static_cast<uint64_t>(n), st.tasks_run[PTS_CLASS_HIGH]);
   EXPECT_EQ(static_cast<uint64_t>(n), delay_hist_total(st));
   EXPECT_EQ(0u, st.inbox_depth);
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
 }
 
 // Blocker::fn as a postTask callback.
@@ -694,9 +646,8 @@ pts_value block_task(void *data, int status) {
 // postTask (the scheduler's handle lives in the request), and those still
 // pending when the agent is destroyed get PTS_ECANCELED, once each.
 TEST_F(PoolTest, PostTaskReqQueuesByPriorityAndIsCanceledWithTheAgent) {
-  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), 1));
+  pts_agent *a = agent(0);
   RunLog log;
   std::atomic<int> canceled{0};
   std::vector<ReqTask> t(6);
@@ -724,9 +675,8 @@ TEST_F(PoolTest, PostTaskReqQueuesByPriorityAndIsCanceledWithTheAgent) {
   ASSERT_TRUE(wait_until([&] { return log.ran.load() == 6; }));
   EXPECT_EQ(3, canceled.load());
   EXPECT_EQ("ub,unset,bg", log.Ids());
-  EXPECT_EQ(0, pts_pool_shutdown(p));
+  ShutdownPool();
   EXPECT_EQ(6, log.ran.load());  // nothing called twice
-  pts_agent_unref(a);
 }
 
 pts_value never_run(void *data, int status) {
@@ -736,9 +686,8 @@ pts_value never_run(void *data, int status) {
 }
 
 TEST_F(PoolTest, PostTaskReqRejectsBadArgumentsAndAClosedAgent) {
-  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), 1));
+  pts_agent *a = agent(0);
   alignas(64) pts_agent_task_req req;
   std::atomic<int> called{0};
   EXPECT_EQ(PTS_EINVAL, pts_agent_post_task_req(nullptr, 0, &req, never_run, &called));
@@ -748,9 +697,8 @@ TEST_F(PoolTest, PostTaskReqRejectsBadArgumentsAndAClosedAgent) {
   EXPECT_EQ(PTS_ETYPE, pts_agent_post_task_req(a, -2, &req, never_run, &called));
   ASSERT_EQ(0, pts_agent_destroy(a, true));
   EXPECT_EQ(PTS_ECLOSED, pts_agent_post_task_req(a, 0, &req, never_run, &called));
-  EXPECT_EQ(0, pts_pool_shutdown(p));
+  ShutdownPool();
   EXPECT_EQ(0, called.load());
-  pts_agent_unref(a);
 }
 
 // A plain post runs in place only while no command that would outrank it
@@ -758,9 +706,8 @@ TEST_F(PoolTest, PostTaskReqRejectsBadArgumentsAndAClosedAgent) {
 // higher one is picked first, whether it is a plain post of a higher
 // priority or any other command (here a post with a done callback).
 TEST_F(PoolTest, APostThatWouldOutrankPlainOnesAheadOfItStillRunsFirst) {
-  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), 1));
+  pts_agent *a = agent(0);
   RunLog log;
   std::vector<Tagged> t = {{&log, "bg1"}, {&log, "bg2"}, {&log, "bg3"}, {&log, "ub"},
                            {&log, "bg4"}, {&log, "bg5"}, {&log, "uv-with-done"}};
@@ -786,8 +733,6 @@ TEST_F(PoolTest, APostThatWouldOutrankPlainOnesAheadOfItStillRunsFirst) {
   ASSERT_TRUE(wait_until([&] { return log.ran.load() == 7 && done.calls.load() == 1; }));
   EXPECT_EQ("ub,bg1,bg2,bg3,uv-with-done,bg4,bg5", log.Ids());
   EXPECT_EQ(0, done.status.load());
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
 }
 
 // A burst of an agent alone on its thread runs up to 1,024 steps, but looks
@@ -817,9 +762,8 @@ void note_stream_count(void *data, int status) {
 }
 
 TEST_F(PoolTest, AnAgentAddedDuringABurstRunsWithinAFewOfItsTasks) {
-  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), 1));
+  pts_agent *a = agent(0);
   ASSERT_EQ(0, pts_agent_drain(a));
   Blocker blk;
   ASSERT_TRUE(blk.block(a));
@@ -836,7 +780,7 @@ TEST_F(PoolTest, AnAgentAddedDuringABurstRunsWithinAFewOfItsTasks) {
   pts_agent_options o = PTS_AGENT_OPTIONS_INIT;
   o.thread = 0;
   pts_agent *b;
-  ASSERT_EQ(0, pts_agent_new(p, &o, &b));
+  ASSERT_NO_FATAL_FAILURE(AddAgent(&o, &b));
   SeenAt seen{&c};
   ASSERT_EQ(0, pts_agent_queue_task(b, PTS_SOURCE_MESSAGE, note_stream_count, &seen));
   int posted_at = c.n.load();
@@ -845,9 +789,7 @@ TEST_F(PoolTest, AnAgentAddedDuringABurstRunsWithinAFewOfItsTasks) {
   EXPECT_LE(seen.at.load() - posted_at, 400);  // not at the burst's end (1,024)
   ASSERT_TRUE(wait_until([&] { return c.n.load() == n; }));
   ASSERT_EQ(0, pts_agent_drain(a));
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
-  pts_agent_unref(b);
+  ShutdownPool();
   for (pts_agent_task_req *r : reqs) std::free(r);
 }
 
@@ -868,11 +810,11 @@ pts_value note_thread(void *data, int status) {
 }
 
 TEST_F(PoolTest, AMoveAppliedDuringABurstIsMadeAtTheNextStep) {
-  pts_pool *p = NewPool(2, PTS_POLICY_STRICT);
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(2, PTS_POLICY_STRICT)));
   pts_agent_options o = PTS_AGENT_OPTIONS_INIT;
   o.thread = 0;
   pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, &o, &a));
+  ASSERT_NO_FATAL_FAILURE(AddAgent(&o, &a));
   ASSERT_EQ(0, pts_agent_drain(a));
   Blocker blk;
   ASSERT_TRUE(blk.block(a));
@@ -898,8 +840,7 @@ TEST_F(PoolTest, AMoveAppliedDuringABurstIsMadeAtTheNextStep) {
   EXPECT_GT(moved, 0);
   EXPECT_LT(moved, 100);  // not at the burst's end
   for (int i = moved; i < n; i++) EXPECT_NE(ids[0], ids[static_cast<size_t>(i)]);
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
+  ShutdownPool();
   for (pts_agent_task_req *r : reqs) std::free(r);
 }
 
@@ -908,9 +849,8 @@ TEST_F(PoolTest, AMoveAppliedDuringABurstIsMadeAtTheNextStep) {
 // and they count as postTask tasks in every statistic: enqueued, applied
 // (inbox depth back to 0), run in their class, one start delay each.
 TEST_F(PoolTest, PlainPostsToAnAgentAloneRunInPlaceAndAreCounted) {
-  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), 1));
+  pts_agent *a = agent(0);
   ASSERT_EQ(0, pts_agent_set_delay_stats(a, true));  // in-place runs are timed too
   const int n = 50;
   RunLog log;
@@ -937,17 +877,14 @@ TEST_F(PoolTest, PlainPostsToAnAgentAloneRunInPlaceAndAreCounted) {
   EXPECT_EQ(0u, st.tasks_run[PTS_CLASS_LOW]);
   EXPECT_EQ(static_cast<uint64_t>(n), delay_hist_total(st));
   EXPECT_EQ(0u, st.inbox_depth);
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
 }
 
 // One inbox pass that runs tasks of different classes in place (the pass
 // counts each pick's urgency once per run of equal picks): each task counts
 // in its own class.
 TEST_F(PoolTest, APassOfInPlaceTasksCountsEachInItsClass) {
-  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), 1));
+  pts_agent *a = agent(0);
   ASSERT_EQ(0, pts_agent_drain(a));
   RunLog log;
   Tagged t[4] = {{&log, "ub"}, {&log, "uv1"}, {&log, "uv2"}, {&log, "bg"}};
@@ -973,8 +910,6 @@ TEST_F(PoolTest, APassOfInPlaceTasksCountsEachInItsClass) {
   EXPECT_EQ(1u, st.tasks_run[PTS_CLASS_LOW]);
   // The blocker, the two user-visible posts and the probe of ran_in_place.
   EXPECT_EQ(4u, st.tasks_run[PTS_CLASS_FIFO]);
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
 }
 
 // pts_agent_queue_task's form of log_task.
@@ -985,9 +920,8 @@ void log_queued(void *data, int status) { (void)log_task(data, status); }
 // class; one of the user-input source does not (it outranks every postTask,
 // so it is applied as before).
 TEST_F(PoolTest, QueuedTasksToAnAgentAloneRunInPlaceAndAreCounted) {
-  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), 1));
+  pts_agent *a = agent(0);
   const int n = 48;
   const pts_task_source sources[] = {PTS_SOURCE_MESSAGE, PTS_SOURCE_GENERIC, PTS_SOURCE_TIMER};
   RunLog log;
@@ -1014,8 +948,6 @@ TEST_F(PoolTest, QueuedTasksToAnAgentAloneRunInPlaceAndAreCounted) {
   EXPECT_EQ(static_cast<uint64_t>(n), st.tasks_run[PTS_CLASS_FIFO]);
   EXPECT_EQ(1u, st.tasks_run[PTS_CLASS_INPUT]);
   EXPECT_EQ(0u, st.inbox_depth);
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
 }
 
 // An ordinary task shares the FIFO class with a user-visible postTask: it
@@ -1024,9 +956,8 @@ TEST_F(PoolTest, QueuedTasksToAnAgentAloneRunInPlaceAndAreCounted) {
 // Each pair is queued behind a blocker, so without the ranks the first of
 // it would run in place before the second is seen.
 TEST_F(PoolTest, AQueuedTaskRunsInPlaceOnlyWhenNothingBehindItWouldOutrankIt) {
-  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), 1));
+  pts_agent *a = agent(0);
   RunLog log;
   std::vector<Tagged> t = {{&log, "bg"}, {&log, "m1"}, {&log, "m2"}, {&log, "ub"},
                            {&log, "m3"}, {&log, "uv1"}, {&log, "m4"}, {&log, "uv2"},
@@ -1060,8 +991,6 @@ TEST_F(PoolTest, AQueuedTaskRunsInPlaceOnlyWhenNothingBehindItWouldOutrankIt) {
   b3.release.store(true);
   ASSERT_TRUE(wait_until([&] { return log.ran.load() == 9; }));
   EXPECT_EQ("m1,bg,ub,m2,m3,uv1,m4,uv2,m5", log.Ids());
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
 }
 
 // Issue 18 on an agent: a callback's microtasks run before its outcome is
@@ -1084,9 +1013,8 @@ pts_value queue_abort_then_return(void *data, int status) {
 }
 
 TEST_F(PoolTest, AMicrotaskOfTheCallbackAbortingItsSignalMakesTheOutcomeTheAbort) {
-  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), 1));
+  pts_agent *a = agent(0);
   AbortInMicrotask x{a, nullptr};
   ASSERT_EQ(0, pts_remote_controller_new_async(a, PTS_PRIORITY_USER_VISIBLE, &x.rc));
   pts_agent_post_options po = PTS_AGENT_POST_OPTIONS_INIT;
@@ -1098,8 +1026,6 @@ TEST_F(PoolTest, AMicrotaskOfTheCallbackAbortingItsSignalMakesTheOutcomeTheAbort
   EXPECT_EQ(PTS_EABORT, r.status.load()) << "before issue 18: 0, the value 1";
   EXPECT_EQ(PTS_EABORT, r.err_code.load());
   pts_remote_controller_unref(x.rc);
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
 }
 
 // A remote abort is applied from the agent's inbox, with no script on the
@@ -1139,10 +1065,8 @@ void add_two_listeners(void *data, int status) {
 // thread), then op(rc, done) from this thread; each listener's microtask
 // must run before the next listener.
 void ExpectEachRemoteListenerChecked(
-    pts_pool *p, pts_event_type type,
+    pts_agent *a, pts_event_type type,
     const std::function<int(pts_remote_controller *, DoneCount *)> &op) {
-  pts_agent *a;
-  ASSERT_EQ(0, pts_agent_new(p, nullptr, &a));
   ListenLog l;
   l.loop = pts_agent_loop(a);
   l.type = type;
@@ -1156,21 +1080,21 @@ void ExpectEachRemoteListenerChecked(
   EXPECT_EQ(0, done.status.load());
   EXPECT_EQ("1,m1,2,m2,", l.log);
   pts_remote_controller_unref(l.rc);
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(a);
 }
 
 TEST_F(PoolTest, ARemoteAbortGivesEachListenerItsOwnCheckpoint) {
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), 1));
   ExpectEachRemoteListenerChecked(
-      NewPool(1, PTS_POLICY_STRICT), PTS_EVENT_ABORT,
+      agent(0), PTS_EVENT_ABORT,
       [](pts_remote_controller *rc, DoneCount *d) {
         return pts_remote_controller_abort(rc, nullptr, count_done, d);
       });
 }
 
 TEST_F(PoolTest, ARemoteSetPriorityGivesEachListenerItsOwnCheckpoint) {
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), 1));
   ExpectEachRemoteListenerChecked(
-      NewPool(1, PTS_POLICY_STRICT), PTS_EVENT_PRIORITYCHANGE,
+      agent(0), PTS_EVENT_PRIORITYCHANGE,
       [](pts_remote_controller *rc, DoneCount *d) {
         return pts_remote_controller_set_priority(rc, PTS_PRIORITY_BACKGROUND,
                                                   count_done, d);

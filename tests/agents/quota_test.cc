@@ -23,12 +23,11 @@ namespace {
 
 class QuotaTest : public AgentsTest {};
 
-pts_agent *NewLimited(pts_pool *pool, const char *origin, pts_agent_limits lim, int thread = -1) {
+// Options of an agent of origin with these limits.
+pts_agent_options Limited(const char *origin, pts_agent_limits lim, int thread = -1) {
   pts_agent_options o = agent_opts(origin, thread);
   o.limits = lim;
-  pts_agent *a = nullptr;
-  EXPECT_EQ(0, pts_agent_new(pool, &o, &a));
-  return a;
+  return o;
 }
 
 pts_scheduler *SchedOf(pts_agent *a) {
@@ -46,8 +45,8 @@ pts_agent_stats StatsOf(pts_agent *a) {
 }
 
 TEST_F(QuotaTest, TaskLimitIsExactForPostsDelayedPostsAndYields) {
-  pts_pool *pool = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a = NewLimited(pool, "a", {8, 0, 0});
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), {Limited("a", {8, 0, 0})}));
+  pts_agent *a = agent(0);
   std::atomic<int> ran{0};
   int codes[4] = {1, 1, 1, 1};
   // From an ordinary task (not a scheduler task, so nothing is counted yet).
@@ -80,13 +79,11 @@ TEST_F(QuotaTest, TaskLimitIsExactForPostsDelayedPostsAndYields) {
   });
   EXPECT_EQ(0, pts_agent_drain(a));
   EXPECT_EQ(16, ran.load());
-  pts_agent_unref(a);
-  EXPECT_EQ(0, pts_pool_shutdown(pool));
 }
 
 TEST_F(QuotaTest, TasksPendingIsVisibleInTheStatistics) {
-  pts_pool *pool = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a = NewLimited(pool, "a", {0, 0, 0});
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), {Limited("a", {0, 0, 0})}));
+  pts_agent *a = agent(0);
   std::atomic<int> ran{0};
   on_agent_thread(a, [&] {
     pts_post_options later = PTS_POST_OPTIONS_INIT;
@@ -95,19 +92,16 @@ TEST_F(QuotaTest, TasksPendingIsVisibleInTheStatistics) {
   });
   EXPECT_EQ(5u, StatsOf(a).tasks_pending);
   EXPECT_GT(StatsOf(a).bytes_held, 0u);
-  pts_agent_unref(a);
-  EXPECT_EQ(0, pts_pool_shutdown(pool)); /* releases them */
+  ShutdownPool(); /* releases them */
   EXPECT_EQ(0, ran.load());
 }
 
 TEST_F(QuotaTest, PoolDefaultAppliesAndLimitNoneLiftsIt) {
   pts_pool_options o = pool_opts(1, PTS_POLICY_STRICT);
   o.limits.tasks = 4;
-  pts_pool *pool = nullptr;
-  ASSERT_EQ(0, pts_pool_new(&o, &pool));
-  pts_agent *d = NewLimited(pool, "d", {0, 0, 0});
-  pts_agent *own = NewLimited(pool, "own", {6, 0, 0});
-  pts_agent *none = NewLimited(pool, "none", {PTS_LIMIT_NONE, 0, 0});
+  ASSERT_NO_FATAL_FAILURE(StartPool(o, {Limited("d", {0, 0, 0}), Limited("own", {6, 0, 0}),
+                                        Limited("none", {PTS_LIMIT_NONE, 0, 0})}));
+  pts_agent *d = agent(0), *own = agent(1), *none = agent(2);
   std::atomic<int> ran{0};
   int admitted[3] = {0, 0, 0};
   pts_agent *agents[3] = {d, own, none};
@@ -121,15 +115,13 @@ TEST_F(QuotaTest, PoolDefaultAppliesAndLimitNoneLiftsIt) {
   EXPECT_EQ(6, admitted[1]);
   EXPECT_EQ(100, admitted[2]);
   EXPECT_EQ(110, ran.load());
-  for (pts_agent *a : agents) pts_agent_unref(a);
-  EXPECT_EQ(0, pts_pool_shutdown(pool));
 }
 
 TEST_F(QuotaTest, ByteLimitRefusesTheAllocationThatWouldPassIt) {
-  pts_pool *pool = NewPool(1, PTS_POLICY_STRICT);
   const uint64_t limit = 64 * 1024;
-  pts_agent *a = NewLimited(pool, "a", {0, limit, 0});
-  pts_agent *neighbour = NewLimited(pool, "n", {0, 0, 0});
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT),
+                                    {Limited("a", {0, limit, 0}), Limited("n", {0, 0, 0})}));
+  pts_agent *a = agent(0), *neighbour = agent(1);
   std::vector<pts_promise *> held;
   size_t n_first = 0;
   int refusal = 0;
@@ -182,9 +174,6 @@ TEST_F(QuotaTest, ByteLimitRefusesTheAllocationThatWouldPassIt) {
   EXPECT_EQ(5000, ran.load());
   EXPECT_EQ(0u, StatsOf(neighbour).refused);
   EXPECT_STREQ("QuotaExceededError", pts_err_dom_name(PTS_EQUOTA));
-  pts_agent_unref(a);
-  pts_agent_unref(neighbour);
-  EXPECT_EQ(0, pts_pool_shutdown(pool));
 }
 
 pts_value CountTask(void *data, int status) {
@@ -193,9 +182,10 @@ pts_value CountTask(void *data, int status) {
 }
 
 TEST_F(QuotaTest, InboxLimitIsExactForEveryCountedCommand) {
-  pts_pool *pool = NewPool(1, PTS_POLICY_STRICT);
   const int limit = 16;
-  pts_agent *a = NewLimited(pool, "a", {0, 0, static_cast<uint64_t>(limit)});
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT),
+                                    {Limited("a", {0, 0, static_cast<uint64_t>(limit)})}));
+  pts_agent *a = agent(0);
   pts_remote_controller *rc = nullptr;
   ASSERT_EQ(0, pts_remote_controller_new_async(a, PTS_PRIORITY_USER_VISIBLE, &rc));
   ASSERT_EQ(0, pts_agent_drain(a));
@@ -249,16 +239,14 @@ TEST_F(QuotaTest, InboxLimitIsExactForEveryCountedCommand) {
   ASSERT_EQ(0, pts_agent_drain(a));
   EXPECT_EQ(2 * limit - 2, ran.load());
   pts_remote_controller_unref(rc);
-  pts_agent_unref(a);
-  EXPECT_EQ(0, pts_pool_shutdown(pool));
 }
 
 // A cross-thread task keeps its place until it has run, not only until its
 // command is applied: applied tasks waiting in the loop still count, so a
 // flood holds at most `inbox` of the agent's work however slow the agent.
 TEST_F(QuotaTest, InboxPlacesAreHeldUntilTheTaskHasRun) {
-  pts_pool *pool = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a = NewLimited(pool, "a", {0, 0, 4});
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), {Limited("a", {0, 0, 4})}));
+  pts_agent *a = agent(0);
   std::atomic<int> ran{0};
   on_agent_thread(a, [&] {
     // From a task that came through the inbox itself: it holds a place
@@ -275,8 +263,6 @@ TEST_F(QuotaTest, InboxPlacesAreHeldUntilTheTaskHasRun) {
   b.release.store(true);
   ASSERT_EQ(0, pts_agent_drain(a));
   EXPECT_EQ(6, ran.load());
-  pts_agent_unref(a);
-  EXPECT_EQ(0, pts_pool_shutdown(pool));
 }
 
 // Producers on four threads race each other and the agent's thread: every
@@ -284,9 +270,9 @@ TEST_F(QuotaTest, InboxPlacesAreHeldUntilTheTaskHasRun) {
 // `limit` wait at once is the exact test above; inbox_max counts the
 // commands of one pass, which producers refill as it goes.)
 TEST_F(QuotaTest, InboxLimitHoldsAgainstRacingProducers) {
-  pts_pool *pool = NewPool(2, PTS_POLICY_STRICT);
   const uint64_t limit = 32;
-  pts_agent *a = NewLimited(pool, "a", {0, 0, limit});
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(2, PTS_POLICY_STRICT), {Limited("a", {0, 0, limit})}));
+  pts_agent *a = agent(0);
   const int producers = 4, per = under_tsan() ? 3000 : 40000;
   std::vector<std::atomic<uint8_t>> ran(static_cast<size_t>(producers * per));
   std::atomic<long> refused{0};
@@ -325,15 +311,13 @@ TEST_F(QuotaTest, InboxLimitHoldsAgainstRacingProducers) {
   EXPECT_EQ(static_cast<uint64_t>(refused.load()), st.refused);
   std::printf("refused %ld of %d posts' attempts; deepest inbox %llu\n", refused.load(),
               producers * per, static_cast<unsigned long long>(st.inbox_max));
-  pts_agent_unref(a);
-  EXPECT_EQ(0, pts_pool_shutdown(pool));
 }
 
 // A cross-thread post that arrives at a full task limit is settled with
 // PTS_EQUOTA, never run: done gets it, and so does a _req post's callback.
 TEST_F(QuotaTest, CrossThreadPostsAtTheTaskLimitSettleWithEQuota) {
-  pts_pool *pool = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a = NewLimited(pool, "a", {2, 0, 0});
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), {Limited("a", {2, 0, 0})}));
+  pts_agent *a = agent(0);
   std::atomic<int> ran{0}, req_status{1};
   Result res;
   pts_agent_task_req req;
@@ -354,15 +338,13 @@ TEST_F(QuotaTest, CrossThreadPostsAtTheTaskLimitSettleWithEQuota) {
   EXPECT_EQ(0, pts_agent_drain(a));
   EXPECT_EQ(2, ran.load()) << "the refused posts never ran";
   EXPECT_EQ(2u, StatsOf(a).refused);
-  pts_agent_unref(a);
-  EXPECT_EQ(0, pts_pool_shutdown(pool));
 }
 
 // A destroyed agent's inbox commands are released, limited or not: the
 // callbacks are called once, and the places go back (nothing leaks: asan).
 TEST_F(QuotaTest, DestroyReleasesLimitedCommands) {
-  pts_pool *pool = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent *a = NewLimited(pool, "a", {2, 4096, 8});
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), {Limited("a", {2, 4096, 8})}));
+  pts_agent *a = agent(0);
   Blocker b;
   ASSERT_TRUE(b.block(a));
   std::atomic<int> calls{0};
@@ -374,8 +356,7 @@ TEST_F(QuotaTest, DestroyReleasesLimitedCommands) {
   EXPECT_EQ(0, pts_agent_destroy(a, false));
   b.release.store(true);
   ASSERT_TRUE(wait_until([&] { return calls.load() == 7; }));
-  pts_agent_unref(a);
-  EXPECT_EQ(0, pts_pool_shutdown(pool));
+  ShutdownPool();
   EXPECT_EQ(7, calls.load());
 }
 

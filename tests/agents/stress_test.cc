@@ -113,10 +113,8 @@ TEST_F(StressTest, CrossThreadAbortsRaceTaskStarts) {
   // Long run: one controller per task, so about 1,050,000 aborts race starts.
   const size_t n = stress_long() ? 1200000 : total_posts(12000);
   const size_t per_controller = stress_long() ? 1 : 4;
-  pts_pool *p = NewPool(2, PTS_POLICY_STRICT);
-  pts_agent_options ao = agent_opts("target", 0);
-  pts_agent *target;
-  ASSERT_EQ(0, pts_agent_new(p, &ao, &target));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(2, PTS_POLICY_STRICT), {agent_opts("target", 0)}));
+  pts_agent *target = agent(0);
   Ledger l(n);
   std::vector<Ticket> tickets(n);
   Ring ring;
@@ -205,8 +203,7 @@ TEST_F(StressTest, CrossThreadAbortsRaceTaskStarts) {
   EXPECT_EQ(n, pts_test_agent_posts(target, 0) + pts_test_agent_posts(target, 1));
   EXPECT_EQ(enqueued, pts_test_agent_posts(target, 0));
   EXPECT_EQ(0u, st.inbox_depth);
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(target);
+  ShutdownPool();
   RecordProperty("ran", static_cast<int>(ran));
   RecordProperty("aborted", static_cast<int>(aborted));
 }
@@ -241,12 +238,9 @@ void expect_each_producer_in_order(const FifoRec &rec, size_t per) {
 // to one target; each producer's tasks run in its posting order.
 TEST_F(StressTest, PerProducerFifo) {
   const size_t per = total_posts(8000) / 2;
-  pts_pool *p = NewPool(2, PTS_POLICY_ROUND_ROBIN);
-  pts_agent_options ao = agent_opts("target", 0);
-  pts_agent *target, *src;
-  ASSERT_EQ(0, pts_agent_new(p, &ao, &target));
-  ao = agent_opts("source", 1);
-  ASSERT_EQ(0, pts_agent_new(p, &ao, &src));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(2, PTS_POLICY_ROUND_ROBIN),
+                                    {agent_opts("target", 0), agent_opts("source", 1)}));
+  pts_agent *target = agent(0), *src = agent(1);
   FifoRec rec;
   std::vector<FifoTicket> t0(per), t1(per);
   struct Src {
@@ -275,9 +269,6 @@ TEST_F(StressTest, PerProducerFifo) {
   expect_each_producer_in_order(rec, per);
   // Scheduler tasks only, no signal: orders are exactly 1..2*per.
   EXPECT_EQ(2 * per + 2, take_order(target));
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(target);
-  pts_agent_unref(src);
 }
 
 
@@ -287,10 +278,8 @@ TEST_F(StressTest, PerProducerFifo) {
 // in its posting order, and the loop takes one enqueue order per task.
 TEST_F(StressTest, RequestsRunOnceInEachProducersOrder) {
   const size_t per = total_posts(8000) / 2;
-  pts_pool *p = NewPool(1, PTS_POLICY_STRICT);
-  pts_agent_options ao = agent_opts("target", 0);
-  pts_agent *target;
-  ASSERT_EQ(0, pts_agent_new(p, &ao, &target));
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT), {agent_opts("target", 0)}));
+  pts_agent *target = agent(0);
   FifoRec rec;
   // Producer 0: one request per post.
   std::vector<FifoTicket> t0(per);
@@ -337,8 +326,6 @@ TEST_F(StressTest, RequestsRunOnceInEachProducersOrder) {
   // Scheduler tasks only, no signal: orders are exactly 1..2*per.
   EXPECT_EQ(2 * per + 2, take_order(target));
   EXPECT_EQ(2 * per, pts_test_agent_posts(target, 0));
-  EXPECT_EQ(0, pts_pool_shutdown(p));
-  pts_agent_unref(target);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
-// tests/agents/util.h: helpers shared by the agents tests: a pool that is
-// shut down at the end of each test and then checked for leaks (controllers,
-// signals and scheduling states counted by the layers below; memory by
-// LSan), clocks, busy-waiting, bounded waits and the stress sizes.
+// tests/agents/util.h: helpers shared by the agents tests: the fixture (a
+// pool with its agents, shut down at the end of each test and then checked
+// for leaks: controllers, signals and scheduling states counted by the layers
+// below; memory by LSan), clocks, busy-waiting, bounded waits and the stress
+// sizes.
 #ifndef PTS_TESTS_AGENTS_UTIL_H
 #define PTS_TESTS_AGENTS_UTIL_H
 
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <functional>
 #include <thread>
+#include <vector>
 
 #include "ptsched.h"
 #include "sched/sched_internal.h"
@@ -91,7 +93,19 @@ inline pts_agent_options agent_opts(const char *origin, int thread = -1, uint32_
   return o;
 }
 
-// The fixture: counters of live objects before, a leak check after.
+// The fixture: counters of live objects before, a leak check after, and the
+// test's pool with its agents in between.
+//
+// StartPool makes the pool and its first agents, AddAgent adds one; both
+// check every call and stop the test on a failure, so call them under
+// ASSERT_NO_FATAL_FAILURE. One pool at a time: a test may make another
+// after ShutdownPool. At the end of the test the pool is shut down
+// (which destroys the agents still running), then every agent handle is
+// unref'd, then the leak check runs. A test calls ShutdownPool itself when
+// it goes on after the shutdown (calls on closed agents; the handles stay
+// valid until the end of the test), or when work still pending at its end
+// points at its locals (the shutdown releases that work, calling its
+// callbacks: they must run while the test body's locals live).
 class AgentsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -100,11 +114,51 @@ class AgentsTest : public ::testing::Test {
     states_ = pts__sched_live_states();
   }
   void TearDown() override {
+    // After a fatal failure a task may still block a pool thread (a
+    // Blocker not released): a shutdown would wait for it until the test's
+    // timeout, so the pool is left running, as a test without the fixture
+    // would leave it, and the leak check reports it.
+    if (pool_ != nullptr && !HasFatalFailure()) ShutdownPool();
+    if (pool_ == nullptr) {
+      for (pts_agent *a : agents_) pts_agent_unref(a);
+      agents_.clear();
+    }
     EXPECT_EQ(controllers_, pts__controller_live_count()) << "controller leaked";
     EXPECT_EQ(signals_, pts__signal_live_count()) << "signal leaked";
     EXPECT_EQ(states_, pts__sched_live_states()) << "scheduling state leaked";
   }
-  // A pool with these options; a test cannot go on without one.
+
+  // The test's pool, made with o, and n agents with the default options
+  // (each its own origin, placed by rule).
+  void StartPool(const pts_pool_options &o, size_t n = 0) {
+    ASSERT_EQ(nullptr, pool_) << "one pool at a time";
+    ASSERT_EQ(0, pts_pool_new(&o, &pool_));
+    for (size_t i = 0; i < n; i++) ASSERT_NO_FATAL_FAILURE(AddAgent(nullptr));
+  }
+  // The same with one agent per entry of opts, made in that order.
+  void StartPool(const pts_pool_options &o, const std::vector<pts_agent_options> &opts) {
+    ASSERT_NO_FATAL_FAILURE(StartPool(o));
+    for (const pts_agent_options &ao : opts) ASSERT_NO_FATAL_FAILURE(AddAgent(&ao));
+  }
+  // One more agent of the test's pool, with o (NULL: the defaults); *out,
+  // if not NULL, gets it (the fixture keeps the reference).
+  void AddAgent(const pts_agent_options *o, pts_agent **out = nullptr) {
+    pts_agent *a = nullptr;
+    ASSERT_EQ(0, pts_agent_new(pool_, o, &a));
+    agents_.push_back(a);
+    if (out != nullptr) *out = a;
+  }
+  // Shuts the test's pool down now; its agents' handles stay valid.
+  void ShutdownPool() {
+    EXPECT_EQ(0, pts_pool_shutdown(pool_));
+    pool_ = nullptr;
+  }
+  pts_pool *pool() const { return pool_; }
+  // The i-th agent made by StartPool or AddAgent (borrowed).
+  pts_agent *agent(size_t i) const { return agents_.at(i); }
+
+  // A pool with these options, owned by the test (for the tests of the
+  // pool's own set-up and shutdown); a test cannot go on without one.
   static pts_pool *NewPool(unsigned threads, pts_policy policy, uint64_t seed = 1,
                            uint64_t slot_ns = 0) {
     pts_pool_options o = pool_opts(threads, policy, seed, slot_ns);
@@ -118,6 +172,10 @@ class AgentsTest : public ::testing::Test {
   }
   size_t controllers_ = 0, signals_ = 0;
   uint64_t states_ = 0;
+
+ private:
+  pts_pool *pool_ = nullptr;
+  std::vector<pts_agent *> agents_;
 };
 
 // A result sink for pts_agent_post_task.

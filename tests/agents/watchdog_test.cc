@@ -36,23 +36,23 @@ struct Reports {
   }
 };
 
-pts_pool *WatchdogPool(unsigned threads, bool balance, uint64_t watchdog_ns, Reports *r) {
+// Options of a pool with a watchdog reporting to r (may be NULL). A test
+// that passes r shuts the pool down (ShutdownPool) while r lives: the
+// watchdog may report a step until then.
+pts_pool_options Watched(unsigned threads, bool balance, uint64_t watchdog_ns, Reports *r) {
   pts_pool_options o = pool_opts(threads, PTS_POLICY_ROUND_ROBIN);
   o.balance = balance;
   o.watchdog_ns = watchdog_ns;
   o.on_long_task = r ? Reports::fn : nullptr;
   o.on_long_task_data = r;
-  pts_pool *p = nullptr;
-  EXPECT_EQ(0, pts_pool_new(&o, &p));
-  return p;
+  return o;
 }
 
-pts_agent *NewAgent(pts_pool *pool, const char *origin, int thread, bool pinned = false) {
+// Options of an agent of origin placed on thread.
+pts_agent_options Placed(const char *origin, int thread, bool pinned = false) {
   pts_agent_options o = agent_opts(origin, thread);
   o.pinned = pinned;
-  pts_agent *a = nullptr;
-  EXPECT_EQ(0, pts_agent_new(pool, &o, &a));
-  return a;
+  return o;
 }
 
 uint64_t LongTasks(pts_agent *a) {
@@ -94,9 +94,9 @@ TEST_F(WatchdogTest, ALongStepIsReportedOnceWithItsAgent) {
   // 100 ms: a step the OS descheduled (a loaded host, the sanitizers) for
   // a millisecond is a long step too, and this test counts reports.
   const uint64_t threshold = 100000000;
-  pts_pool *pool = WatchdogPool(1, false, threshold, &r);
-  pts_agent *a = NewAgent(pool, "a", 0);
-  pts_agent *quiet = NewAgent(pool, "q", 0);
+  ASSERT_NO_FATAL_FAILURE(
+      StartPool(Watched(1, false, threshold, &r), {Placed("a", 0), Placed("q", 0)}));
+  pts_agent *a = agent(0), *quiet = agent(1);
   Blocker b;
   ASSERT_TRUE(b.block(a));
   ASSERT_TRUE(wait_until([&] { return r.n.load() == 1; }));
@@ -116,9 +116,7 @@ TEST_F(WatchdogTest, ALongStepIsReportedOnceWithItsAgent) {
   ASSERT_EQ(0, pts_agent_drain(a));
   EXPECT_EQ(1, r.n.load());
   EXPECT_EQ(0u, LongTasks(quiet));
-  pts_agent_unref(a);
-  pts_agent_unref(quiet);
-  EXPECT_EQ(0, pts_pool_shutdown(pool));
+  ShutdownPool();
 }
 
 // The watchdog moves the stuck worker's other unpinned groups while the step
@@ -126,12 +124,11 @@ TEST_F(WatchdogTest, ALongStepIsReportedOnceWithItsAgent) {
 // pinned group stay; a new origin is placed away from the stuck worker.
 TEST_F(WatchdogTest, WithBalancingTheOtherGroupsLeaveTheStuckThread) {
   Reports r;
-  pts_pool *pool = WatchdogPool(2, true, 1000000, &r);
-  pts_agent *hog = NewAgent(pool, "hog", 0);
-  pts_agent *sibling = NewAgent(pool, "hog", -1); /* same origin: thread 0 */
-  pts_agent *n1 = NewAgent(pool, "n1", 0);
-  pts_agent *n2 = NewAgent(pool, "n2", 0);
-  pts_agent *pinned = NewAgent(pool, "p", 0, true);
+  ASSERT_NO_FATAL_FAILURE(StartPool(Watched(2, true, 1000000, &r),
+                                    {Placed("hog", 0), Placed("hog", -1) /* same origin: thread 0 */,
+                                     Placed("n1", 0), Placed("n2", 0), Placed("p", 0, true)}));
+  pts_agent *hog = agent(0), *sibling = agent(1), *n1 = agent(2), *n2 = agent(3),
+            *pinned = agent(4);
   ASSERT_EQ(0, pts_agent_thread(sibling));
   Blocker b;
   ASSERT_TRUE(b.block(hog));
@@ -148,28 +145,28 @@ TEST_F(WatchdogTest, WithBalancingTheOtherGroupsLeaveTheStuckThread) {
   EXPECT_EQ(0, pts_agent_thread(hog));
   EXPECT_EQ(0, pts_agent_thread(sibling));
   EXPECT_EQ(0, pts_agent_thread(pinned));
-  pts_agent *fresh = NewAgent(pool, "fresh", -1);
+  pts_agent_options fo = Placed("fresh", -1);
+  pts_agent *fresh;
+  ASSERT_NO_FATAL_FAILURE(AddAgent(&fo, &fresh));
   EXPECT_EQ(1, pts_agent_thread(fresh)) << "placement skips a stuck worker";
   EXPECT_EQ(1u, LongTasks(hog));
   b.release.store(true);
   ASSERT_TRUE(wait_until([&] { return pp.thread.load() == 0; }));
-  for (pts_agent *a : {hog, sibling, n1, n2, pinned, fresh}) {
-    EXPECT_EQ(0, pts_agent_drain(a));
-    pts_agent_unref(a);
-  }
-  EXPECT_EQ(0, pts_pool_shutdown(pool));
+  for (pts_agent *a : {hog, sibling, n1, n2, pinned, fresh}) EXPECT_EQ(0, pts_agent_drain(a));
+  ShutdownPool();
 }
 
 // With more than one other thread, the rescued groups are spread over them
 // by load (each decision counts the groups sent before it).
 TEST_F(WatchdogTest, RescuedGroupsSpreadOverTheOtherThreads) {
-  pts_pool *pool = WatchdogPool(3, true, 1000000, nullptr);
-  pts_agent *hog = NewAgent(pool, "hog", 0);
-  std::vector<pts_agent *> ns;
+  ASSERT_NO_FATAL_FAILURE(StartPool(Watched(3, true, 1000000, nullptr), {Placed("hog", 0)}));
+  pts_agent *hog = agent(0);
+  std::vector<pts_agent *> ns(4);
   for (int i = 0; i < 4; i++) {
     char name[16];
     std::snprintf(name, sizeof name, "n%d", i);
-    ns.push_back(NewAgent(pool, name, 0));
+    pts_agent_options o = Placed(name, 0);
+    ASSERT_NO_FATAL_FAILURE(AddAgent(&o, &ns[static_cast<size_t>(i)]));
   }
   Blocker b;
   ASSERT_TRUE(b.block(hog));
@@ -183,13 +180,8 @@ TEST_F(WatchdogTest, RescuedGroupsSpreadOverTheOtherThreads) {
   EXPECT_EQ(2, on[1]);
   EXPECT_EQ(2, on[2]);
   b.release.store(true);
-  for (pts_agent *a : ns) {
-    EXPECT_EQ(0, pts_agent_drain(a));
-    pts_agent_unref(a);
-  }
+  for (pts_agent *a : ns) EXPECT_EQ(0, pts_agent_drain(a));
   EXPECT_EQ(0, pts_agent_drain(hog));
-  pts_agent_unref(hog);
-  EXPECT_EQ(0, pts_pool_shutdown(pool));
 }
 
 // The host's remedy: the callback destroys the tenant, which takes effect
@@ -197,15 +189,14 @@ TEST_F(WatchdogTest, RescuedGroupsSpreadOverTheOtherThreads) {
 TEST_F(WatchdogTest, TheCallbackMayDestroyTheAgent) {
   Reports r;
   r.destroy = true;
-  pts_pool *pool = WatchdogPool(1, false, 1000000, &r);
-  pts_agent *a = NewAgent(pool, "a", 0);
+  ASSERT_NO_FATAL_FAILURE(StartPool(Watched(1, false, 1000000, &r), {Placed("a", 0)}));
+  pts_agent *a = agent(0);
   Blocker b;
   ASSERT_TRUE(b.block(a));
   ASSERT_TRUE(wait_until([&] { return r.n.load() == 1; }));
   b.release.store(true);
   ASSERT_TRUE(wait_until([&] { return pts_agent_drain(a) == PTS_ECLOSED; }));
-  pts_agent_unref(a);
-  EXPECT_EQ(0, pts_pool_shutdown(pool));
+  ShutdownPool();
 }
 
 // The claim protocol under load: agents post to each other while some
@@ -213,13 +204,14 @@ TEST_F(WatchdogTest, TheCallbackMayDestroyTheAgent) {
 // sanitizers), so the watchdog takes groups away from workers in the
 // middle of their steps again and again; every task runs exactly once.
 TEST_F(WatchdogTest, RescuesRacingOrdinaryTrafficLoseNothing) {
-  pts_pool *pool = WatchdogPool(2, true, 100000, nullptr);
+  ASSERT_NO_FATAL_FAILURE(StartPool(Watched(2, true, 100000, nullptr)));
   const int nagents = 8, per = stress_long() ? 200000 : under_tsan() ? 3000 : 20000;
-  std::vector<pts_agent *> agents;
+  std::vector<pts_agent *> agents(nagents);
   for (int i = 0; i < nagents; i++) {
     char name[16];
     std::snprintf(name, sizeof name, "o%d", i % 6); /* some same-origin pairs */
-    agents.push_back(NewAgent(pool, name, i % 2));
+    pts_agent_options o = Placed(name, i % 2);
+    ASSERT_NO_FATAL_FAILURE(AddAgent(&o, &agents[static_cast<size_t>(i)]));
   }
   std::vector<std::atomic<uint8_t>> ran(static_cast<size_t>(per));
   struct Task {
@@ -251,12 +243,10 @@ TEST_F(WatchdogTest, RescuesRacingOrdinaryTrafficLoseNothing) {
     ASSERT_EQ(0, pts_agent_get_stats(a, &s));
     longs += s.long_tasks;
     moves += s.moves;
-    pts_agent_unref(a);
   }
   std::printf("long steps %llu, moves %llu\n", static_cast<unsigned long long>(longs),
               static_cast<unsigned long long>(moves));
   EXPECT_GT(longs, 0u);
-  EXPECT_EQ(0, pts_pool_shutdown(pool));
 }
 
 }  // namespace
