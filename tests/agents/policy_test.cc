@@ -141,34 +141,60 @@ uint64_t cpu_of(pts_agent *a) {
   return st.cpu_ns;
 }
 
-TEST_F(PolicyTest, FairGivesWeightShareOfCpu) {
+// The fair tests below measure shares of charged CPU time over a real-clock
+// window. A step the host preempts is charged its wall time, and fair then
+// pays the other loops back over the turns that follow: a preemption near
+// the window's end leaves the shares off by its length. So each test takes
+// up to three windows and passes on the first within its bound (a policy
+// that ignores weights or banks credit misses in every window); failures
+// list every window's shares.
+constexpr int kShareAttempts = 3;
+
+// Shares of CPU charged to agents of the given weights, one window.
+std::vector<double> weight_shares(const std::vector<uint32_t> &weights) {
   OneThread t(PTS_POLICY_FAIR);
-  const uint32_t weights[3] = {2, 3, 5};
-  pts_agent *ag[3];
-  Spinner sp[3];
-  for (int i = 0; i < 3; i++) {
+  size_t n = weights.size();
+  std::vector<pts_agent *> ag(n);
+  std::vector<Spinner> sp(n);
+  for (size_t i = 0; i < n; i++) {
     ag[i] = t.agent(weights[i]);
     sp[i].a = ag[i];
   }
   for (auto &s : sp) s.start();
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  uint64_t c0[3], c1[3];
-  for (int i = 0; i < 3; i++) c0[i] = cpu_of(ag[i]);
+  std::vector<uint64_t> c0(n), c1(n);
+  for (size_t i = 0; i < n; i++) c0[i] = cpu_of(ag[i]);
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
-  for (int i = 0; i < 3; i++) c1[i] = cpu_of(ag[i]);
+  for (size_t i = 0; i < n; i++) c1[i] = cpu_of(ag[i]);
   for (auto &s : sp) s.finish();
   double total = 0;
-  for (int i = 0; i < 3; i++) total += static_cast<double>(c1[i] - c0[i]);
-  ASSERT_GT(total, 0);
-  for (int i = 0; i < 3; i++) {
-    double share = static_cast<double>(c1[i] - c0[i]) / total;
-    double want = weights[i] / 10.0;
-    EXPECT_NEAR(share, want, want * 0.05) << "agent " << i << " weight " << weights[i];
-  }
+  for (size_t i = 0; i < n; i++) total += static_cast<double>(c1[i] - c0[i]);
+  std::vector<double> share(n);
+  for (size_t i = 0; i < n; i++)
+    share[i] = total > 0 ? static_cast<double>(c1[i] - c0[i]) / total : 0;
   for (auto *a : ag) pts_agent_unref(a);
+  return share;
 }
 
-TEST_F(PolicyTest, FairNewlyReadyLoopBanksNoCredit) {
+TEST_F(PolicyTest, FairGivesWeightShareOfCpu) {
+  const std::vector<uint32_t> weights = {2, 3, 5};
+  std::string seen;
+  bool met = false;
+  for (int attempt = 0; attempt < kShareAttempts && !met; attempt++) {
+    std::vector<double> share = weight_shares(weights);
+    met = true;
+    for (size_t i = 0; i < weights.size(); i++) {
+      double want = weights[i] / 10.0;
+      met = met && std::fabs(share[i] - want) <= want * 0.05;
+      seen += std::to_string(share[i]) + (i + 1 < weights.size() ? " " : "; ");
+    }
+  }
+  EXPECT_TRUE(met) << "shares for weights 2 3 5 (want 0.2 0.3 0.5, within 5%): " << seen;
+}
+
+// b's share in the window after it became ready beside a loop that ran
+// alone for 150 ms.
+double newly_ready_share() {
   OneThread t(PTS_POLICY_FAIR);
   pts_agent *a = t.agent(), *b = t.agent();
   Spinner sa, sb;
@@ -183,11 +209,21 @@ TEST_F(PolicyTest, FairNewlyReadyLoopBanksNoCredit) {
   uint64_t a1 = cpu_of(a), b1 = cpu_of(b);
   sa.finish();
   sb.finish();
-  double share_b = static_cast<double>(b1 - b0) / static_cast<double>((a1 - a0) + (b1 - b0));
-  // Without the floor b would own the thread until it caught up (~150 ms).
-  EXPECT_NEAR(share_b, 0.5, 0.1);
   pts_agent_unref(a);
   pts_agent_unref(b);
+  return static_cast<double>(b1 - b0) / static_cast<double>((a1 - a0) + (b1 - b0));
+}
+
+TEST_F(PolicyTest, FairNewlyReadyLoopBanksNoCredit) {
+  // Without the floor b would own the thread until it caught up (~150 ms).
+  std::string seen;
+  bool met = false;
+  for (int attempt = 0; attempt < kShareAttempts && !met; attempt++) {
+    double share_b = newly_ready_share();
+    met = std::fabs(share_b - 0.5) <= 0.1;
+    seen += std::to_string(share_b) + " ";
+  }
+  EXPECT_TRUE(met) << "b's share (want 0.5 +- 0.1): " << seen;
 }
 
 std::string lottery(uint64_t seed) {
