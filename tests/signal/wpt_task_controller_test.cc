@@ -3,7 +3,8 @@
 // task-controller-setPriority1.any.js, task-controller-setPriority-repeated.any.js,
 // task-controller-setPriority-delayed-task.any.js and
 // task-signal-any-post-task-run-order.tentative.any.js: signals driving the
-// scheduler (sched/scheduler.c) through its abort and priority algorithms.
+// scheduler through its abort and priority algorithms (sched/tasks.c,
+// sched/queues.c).
 #include "signal_test_util.h"
 
 namespace ptstest {
