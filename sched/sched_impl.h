@@ -24,6 +24,7 @@
 #include "sched/sched_internal.h"
 #include "sched/signal_internal.h"
 #include "sync/alloc.h"
+#include "sync/heap.h"
 #include "sync/intrusive.h"
 
 #define LEVELS 6
@@ -219,11 +220,11 @@ void pts__sched_ctx_destroy(void *vc);
 
 /* ---- helpers: the selection structure ---- */
 
-/* The heap's moves (and the dynamic map's lookup) are static without the
- * inline hint, so the compiler inlines them only where they are cheap for
- * the caller: declared inline, the removal of an emptied queue's heap entry
- * was pulled into run_burst's loop and cost an instruction per task
- * (callgrind, bench/sched). unused: not every file calls them. */
+/* The heap's insert and removal (and the dynamic map's lookup) are static
+ * without the inline hint, so the compiler inlines them only where they are
+ * cheap for the caller: declared inline, the removal of an emptied queue's
+ * heap entry was pulled into run_burst's loop and cost an instruction per
+ * task (callgrind, bench/sched). unused: not every file calls them. */
 #define PTS__SCHED_UNUSED_OK __attribute__((unused))
 
 /* spec: effective priority (the table of section 2). */
@@ -233,33 +234,19 @@ static inline unsigned pts__sched_eff_priority(const squeue *q) {
 
 static inline uint64_t pts__sched_qkey(const squeue *q) { return q->head->order; }
 
-static inline void pts__sched_heap_set(level_heap *h, uint32_t i, heap_ent e) {
-  h->a[i] = e;
-  e.q->heap_index = i;
+/* The selection heaps (sync/heap.h): by key, the first task's enqueue order
+ * (keys are unique). */
+static inline bool pts__sched_heap_before(const void *x, const void *y, const void *ctx) {
+  (void)ctx;
+  return ((const heap_ent *)x)->key < ((const heap_ent *)y)->key;
 }
 
-static PTS__SCHED_UNUSED_OK void pts__sched_sift_up(level_heap *h, uint32_t i, heap_ent e) {
-  while (i > 0) {
-    uint32_t p = (i - 1) / 2;
-    if (h->a[p].key <= e.key) break;
-    pts__sched_heap_set(h, i, h->a[p]);
-    i = p;
-  }
-  pts__sched_heap_set(h, i, e);
+static inline void pts__sched_heap_placed(void *x, uint32_t i) {
+  ((heap_ent *)x)->q->heap_index = i;
 }
 
-static PTS__SCHED_UNUSED_OK void pts__sched_sift_down(level_heap *h, uint32_t i, heap_ent e) {
-  for (;;) {
-    uint32_t l = 2 * i + 1;
-    if (l >= h->n) break;
-    uint32_t m = l;
-    if (l + 1 < h->n && h->a[l + 1].key < h->a[l].key) m = l + 1;
-    if (h->a[m].key >= e.key) break;
-    pts__sched_heap_set(h, i, h->a[m]);
-    i = m;
-  }
-  pts__sched_heap_set(h, i, e);
-}
+static PTS__SCHED_UNUSED_OK const pts__heap_kind pts__sched_heap_kind = {
+    sizeof(heap_ent), pts__sched_heap_before, pts__sched_heap_placed};
 
 /* Never fails: every heap has room for every live queue (invariant 4). */
 static PTS__SCHED_UNUSED_OK void pts__sched_heap_insert(sctx *c, squeue *q) {
@@ -267,21 +254,14 @@ static PTS__SCHED_UNUSED_OK void pts__sched_heap_insert(sctx *c, squeue *q) {
   level_heap *h = &c->levels[l];
   q->level = (uint8_t)l;
   heap_ent e = {pts__sched_qkey(q), q};
-  pts__sched_sift_up(h, h->n++, e);
+  pts__heap_push(h->a, &h->n, &e, pts__sched_heap_kind, NULL);
   c->bitmap |= 1u << l;
 }
 
 static PTS__SCHED_UNUSED_OK void pts__sched_heap_remove(sctx *c, squeue *q) {
   level_heap *h = &c->levels[q->level];
-  uint32_t i = q->heap_index;
-  heap_ent last = h->a[--h->n];
+  pts__heap_remove(h->a, &h->n, q->heap_index, pts__sched_heap_kind, NULL);
   q->heap_index = NOT_IN_HEAP;
-  if (last.q != q) {
-    if (i > 0 && h->a[(i - 1) / 2].key > last.key)
-      pts__sched_sift_up(h, i, last);
-    else
-      pts__sched_sift_down(h, i, last);
-  }
   if (h->n == 0) c->bitmap &= ~(1u << q->level);
 }
 
@@ -293,7 +273,7 @@ static inline void pts__sched_heap_key_increased(sctx *c, squeue *q) {
     h->a[0].key = e.key;
     return;
   }
-  pts__sched_sift_down(h, q->heap_index, e);
+  pts__heap_down(h->a, h->n, q->heap_index, &e, pts__sched_heap_kind, NULL);
 }
 
 /* ---- helpers: queues ---- */
