@@ -12,18 +12,22 @@
  * a thread hosting several loops picks the next one by the pool's inter-loop
  * policy.
  *
- * Threads: every function here may be called from any thread, including from
+ * @par Threads
+ * Every function here may be called from any thread, including from
  * inside a task of any agent. Operations on an agent travel through its loop's
  * inbox and are applied whole by its thread between two tasks. Callbacks run
  * on the target agent's pool thread unless said otherwise.
  *
- * Ownership: pts_pool_new and pts_agent_new give one reference (atomic);
+ * @par Ownership
+ * pts_pool_new and pts_agent_new give one reference (atomic);
  * pts_agent_unref drops it. Destroying an agent or shutting the pool down does
  * not free the handle: calls on it then fail with PTS_ECLOSED.
  *
- * Errors: besides the codes each function names, PTS_EINVAL for a NULL
+ * @par Errors
+ * Besides the codes each function names, PTS_EINVAL for a NULL
  * object or argument and PTS_ENOMEM when out of memory. A call that fails
- * changes nothing and calls nothing.
+ * changes nothing and calls nothing. Each function lists every code it can
+ * return.
  */
 #ifndef PTSCHED_AGENTS_H
 #define PTSCHED_AGENTS_H
@@ -172,19 +176,23 @@ typedef struct pts_pool_options {
 /** Creates a pool and starts its threads. opts may be NULL (the zero
  * defaults) and is read, not kept. *out gets the pool; free it with
  * pts_pool_shutdown(). Any thread.
- * @retval 0 success. @retval PTS_EINVAL out is NULL, an unknown policy, a
- * quantum over 1 s or a watchdog_ns out of range. @retval PTS_ENOMEM out
- * of memory or threads could not be started. */
+ * @retval 0 success.
+ * @retval PTS_EINVAL out is NULL, an unknown policy, more than 4096 threads,
+ * a quantum over 1 s or a watchdog_ns out of range.
+ * @retval PTS_ENOMEM out of memory or threads could not be started. */
 PTS_EXTERN int pts_pool_new(const pts_pool_options *opts, pts_pool **out);
 /** Stops the threads after destroying every agent still running (their
  * pending work is released: promises rejected, callbacks given
- * PTS_ECLOSED) and frees the pool. Not from a pool thread (PTS_EBUSY).
- * Agent handles stay valid until unref'd. Any other thread.
+ * PTS_ECLOSED) and frees the pool. Agent handles stay valid until unref'd.
  * The pool is freed when the call returns 0: calling it again after that is
- * a use after free, like any call on a freed object.
- * @retval PTS_EBUSY called from a pool thread. @retval PTS_ECLOSED another
- * call's shutdown of this pool is in progress. @retval PTS_ENOMEM out of
- * memory: nothing done, the pool runs on (call it again). */
+ * a use after free, like any call on a freed object. Any thread but a pool
+ * thread.
+ * @retval 0 done; the pool is freed.
+ * @retval PTS_EINVAL pool is NULL.
+ * @retval PTS_ENOMEM out of memory: nothing done, the pool runs on (call it
+ * again).
+ * @retval PTS_EBUSY called from a pool thread.
+ * @retval PTS_ECLOSED another call's shutdown of this pool is in progress. */
 PTS_EXTERN int pts_pool_shutdown(pts_pool *pool);
 /** The pool's number of threads; 0 for NULL. Any thread. */
 PTS_EXTERN unsigned pts_pool_threads(const pts_pool *pool);
@@ -214,7 +222,9 @@ typedef struct pts_agent_options {
  * there is one (one origin per thread, the spec's first mitigation);
  * otherwise the thread with the fewest agents. opts may be NULL (the
  * defaults). *out gets the caller's reference. Any thread.
+ * @retval 0 success.
  * @retval PTS_EINVAL NULL pool or out, a thread out of range.
+ * @retval PTS_ENOMEM out of memory.
  * @retval PTS_ECLOSED the pool is shut down. */
 PTS_EXTERN int pts_agent_new(pts_pool *pool, const pts_agent_options *opts,
                              pts_agent **out);
@@ -224,9 +234,11 @@ PTS_EXTERN void pts_agent_ref(pts_agent *a);
  * running agent: see pts_agent_destroy() and pts_pool_shutdown()). NULL is a
  * no-op. Any thread. */
 PTS_EXTERN void pts_agent_unref(pts_agent *a);
-/** The thread index the agent runs on (or is moving to); PTS_EINVAL for
- * NULL. Any thread; with balancing or pts_agent_move() the answer may be
- * stale by the time it is read. */
+/** The thread index the agent runs on (or is moving to). Any thread; with
+ * balancing or pts_agent_move() the answer may be stale by the time it is
+ * read.
+ * @return the index, or a negative code:
+ * @retval PTS_EINVAL a is NULL. */
 PTS_EXTERN int pts_agent_thread(const pts_agent *a);
 /** Moves the agent's loop to pool thread `thread`, together with the other
  * agents of its origin group (same-origin agents share a thread), pinned or
@@ -243,26 +255,34 @@ PTS_EXTERN int pts_agent_thread(const pts_agent *a);
  * memory) is dropped; one waits while an agent of the group is being
  * destroyed or added. a is borrowed. Any thread, including the agent's own
  * tasks.
- * @retval 0 requested (or already there). @retval PTS_EINVAL NULL a, thread
- * out of range. @retval PTS_ECLOSED the agent is destroyed. */
+ * @retval 0 requested (or already there).
+ * @retval PTS_EINVAL NULL a, thread out of range.
+ * @retval PTS_ECLOSED the agent is destroyed. */
 PTS_EXTERN int pts_agent_move(pts_agent *a, int thread);
-/** The agent's loop and default global: for use only from the agent's own
- * tasks (its thread); borrowed. pts_loop_stop() on it only wakes it (an
- * agent stops by pts_agent_destroy); pts_loop_run() on it fails (PTS_EBUSY). */
+/** The agent's loop and default global. pts_loop_stop() on it only wakes it
+ * (an agent stops by pts_agent_destroy); pts_loop_run() on it fails
+ * (PTS_EBUSY). Borrowed. For use only from the agent's own tasks (its
+ * thread). */
 PTS_EXTERN pts_loop *pts_agent_loop(pts_agent *a);
 
 /** Destroys the agent: applied by its thread between two tasks (from one of
  * its own tasks: after that task returns). Pending tasks, promises and
  * timers are released (callbacks get PTS_ECANCELED or PTS_ECLOSED), the loop is
- * freed; later calls fail with PTS_ECLOSED. If wait, blocks until done (not
- * allowed from the agent's own thread, i.e. from any task of an agent placed
- * on the same pool thread: PTS_EBUSY, and nothing is done). A second destroy
- * returns PTS_ECLOSED (after waiting for the first, if wait). */
+ * freed; later calls fail with PTS_ECLOSED. If wait, blocks until done. Any
+ * thread; with wait, not from the agent's own thread, i.e. from any task of
+ * an agent placed on the same pool thread.
+ * @retval 0 destroyed (if wait) or its destruction sent.
+ * @retval PTS_EINVAL a is NULL.
+ * @retval PTS_EBUSY wait from the agent's own thread; nothing is done.
+ * @retval PTS_ECLOSED a second destroy (after waiting for the first, if
+ * wait). */
 PTS_EXTERN int pts_agent_destroy(pts_agent *a, bool wait);
 
 /** Blocks until the agent has nothing runnable and no pending inbox command
  * (timers may still be armed). Any thread but a pool thread.
- * @retval 0 drained. @retval PTS_EBUSY called from a pool thread.
+ * @retval 0 drained.
+ * @retval PTS_EINVAL a is NULL.
+ * @retval PTS_EBUSY called from a pool thread.
  * @retval PTS_ECLOSED the agent is destroyed. */
 PTS_EXTERN int pts_agent_drain(pts_agent *a);
 
@@ -289,16 +309,21 @@ typedef struct pts_agent_post_options {
 #define PTS_AGENT_POST_OPTIONS_INIT {PTS_PRIORITY_UNSET, 0, NULL}
 
 /** postTask on the agent's scheduler from any thread (spec 2.4.2 "schedule a
- * postTask task", applied on the agent's thread). opts may be NULL. callback runs as the task
+ * postTask task", applied on the agent's thread). callback runs as the task
  * on the agent's thread (status as pts_task_callback). done (may be NULL)
  * learns the result: on the agent's thread, or, if reply_to is not NULL, as a
  * message task on reply_to's thread (so a caller that is itself an agent gets
- * its result on its own loop). Bad options fail here (PTS_ETYPE, PTS_EINVAL;
- * PTS_EFOREIGN for a controller of another agent); a closed agent or pool:
- * PTS_ECLOSED and nothing is called; an inbox at its limit
- * (pts_agent_limits.inbox): PTS_EQUOTA and nothing is called. If reply_to
- * is closed when the result is ready, done gets PTS_ECLOSED on the agent's
- * thread instead. */
+ * its result on its own loop). If reply_to is closed when the result is
+ * ready, done gets PTS_ECLOSED on the agent's thread instead. opts may be
+ * NULL. Any thread.
+ * @retval 0 posted.
+ * @retval PTS_EINVAL NULL a or callback.
+ * @retval PTS_ENOMEM out of memory.
+ * @retval PTS_EFOREIGN a controller of another agent.
+ * @retval PTS_ECLOSED a closed agent or pool; nothing is called.
+ * @retval PTS_ETYPE bad options: an unknown priority, a delay out of range.
+ * @retval PTS_EQUOTA the inbox is at its limit (pts_agent_limits.inbox);
+ * nothing is called. */
 PTS_EXTERN int pts_agent_post_task(pts_agent *a,
                                    const pts_agent_post_options *opts,
                                    pts_task_callback callback, void *data,
@@ -325,21 +350,24 @@ typedef struct pts_agent_task_req {
  * called (status 0 when the task runs on the agent's thread, PTS_ECANCELED
  * when the agent is destroyed first, PTS_EQUOTA when the agent's task limit
  * refused it on arrival); then the caller may reuse or free it, from
- * callback itself too. Any thread.
- * @retval 0 posted. @retval PTS_EINVAL NULL a, req or callback.
- * @retval PTS_EQUOTA the agent's inbox is at its limit (pts_agent_limits).
- * @retval PTS_ETYPE an unknown priority. @retval PTS_ECLOSED the agent is
- * destroyed: callback is not called. On an error req is the caller's. */
+ * callback itself too. On an error req is the caller's. Any thread.
+ * @retval 0 posted.
+ * @retval PTS_EINVAL NULL a, req or callback.
+ * @retval PTS_ECLOSED the agent is destroyed: callback is not called.
+ * @retval PTS_ETYPE an unknown priority.
+ * @retval PTS_EQUOTA the agent's inbox is at its limit (pts_agent_limits). */
 PTS_EXTERN int pts_agent_post_task_req(pts_agent *a, int priority,
                                        pts_agent_task_req *req,
                                        pts_task_callback callback, void *data);
 
 /** Queues fn on one of the agent's ordinary task sources from any thread
  * (status as pts_task_fn: 0 when it runs on the agent's thread,
- * PTS_ECANCELED or PTS_ECLOSED if the agent goes first).
- * @retval PTS_EINVAL NULL a or fn, unknown source. @retval PTS_EQUOTA the
- * inbox is at its limit (pts_agent_limits.inbox). @retval PTS_ECLOSED the
- * agent is destroyed. */
+ * PTS_ECANCELED or PTS_ECLOSED if the agent goes first). Any thread.
+ * @retval 0 queued.
+ * @retval PTS_EINVAL NULL a or fn, unknown source.
+ * @retval PTS_ENOMEM out of memory.
+ * @retval PTS_ECLOSED the agent is destroyed.
+ * @retval PTS_EQUOTA the inbox is at its limit (pts_agent_limits.inbox). */
 PTS_EXTERN int pts_agent_queue_task(pts_agent *a, pts_task_source source,
                                     pts_task_fn fn, void *data);
 
@@ -347,17 +375,23 @@ PTS_EXTERN int pts_agent_queue_task(pts_agent *a, pts_task_source source,
  * it on the agent's thread (from one of its tasks) with
  * pts_remote_controller_new, which creates the controller (a TaskController if
  * priority >= 0, else an AbortController) on the agent's loop. *out gets the
- * caller's reference.
+ * caller's reference. The agent's thread only.
+ * @retval 0 success.
+ * @retval PTS_EINVAL NULL a or out.
+ * @retval PTS_ENOMEM out of memory.
  * @retval PTS_EFOREIGN not called on the agent's thread.
- * @retval PTS_ETYPE priority above user-blocking.
- * @retval PTS_ECLOSED the agent is destroyed. */
+ * @retval PTS_ECLOSED the agent is destroyed.
+ * @retval PTS_ETYPE priority above user-blocking. */
 PTS_EXTERN int pts_remote_controller_new(pts_agent *a, int priority,
                                          pts_remote_controller **out);
-/** Any thread: the same from outside, applied on the agent's thread before any
- * later command of this caller; returns at once. *out gets the caller's
- * reference.
- * @retval PTS_ETYPE priority above user-blocking.
- * @retval PTS_ECLOSED the agent is destroyed. */
+/** The same from outside, applied on the agent's thread before any later
+ * command of this caller; returns at once. *out gets the caller's reference.
+ * Any thread.
+ * @retval 0 success.
+ * @retval PTS_EINVAL NULL a or out.
+ * @retval PTS_ENOMEM out of memory.
+ * @retval PTS_ECLOSED the agent is destroyed.
+ * @retval PTS_ETYPE priority above user-blocking. */
 PTS_EXTERN int pts_remote_controller_new_async(pts_agent *a, int priority,
                                                pts_remote_controller **out);
 /** Takes one more reference to the handle. NULL is a no-op. Any thread. */
@@ -365,24 +399,37 @@ PTS_EXTERN void pts_remote_controller_ref(pts_remote_controller *rc);
 /** Drops one reference; the last one frees the handle, and the controller on
  * the agent's loop is released there. NULL is a no-op. Any thread. */
 PTS_EXTERN void pts_remote_controller_unref(pts_remote_controller *rc);
-/** controller.abort(reason) / controller.setPriority(priority) from any thread (reason copied; NULL =
- * AbortError; a promise reason is PTS_EINVAL). done (may be NULL) gets the
- * outcome on the agent's thread: 0, PTS_ENOTALLOWED, PTS_EINVAL (setPriority
- * on an AbortController)..., or PTS_ECLOSED if the agent is gone. An unknown
- * priority fails at the call (PTS_ETYPE) and nothing is called; so does a
- * call that finds the agent's inbox at its limit (PTS_EQUOTA,
- * pts_agent_limits.inbox). */
+/** controller.abort(reason) from any thread, applied on the agent's thread.
+ * done (may be NULL) gets the outcome on the agent's thread: 0, or
+ * PTS_ECLOSED if the agent is gone. reason is copied; NULL = AbortError.
+ * Any thread.
+ * @retval 0 sent; done gets the outcome.
+ * @retval PTS_EINVAL rc is NULL, or a promise reason.
+ * @retval PTS_ENOMEM out of memory.
+ * @retval PTS_ECLOSED the agent is destroyed; nothing is called.
+ * @retval PTS_EQUOTA the agent's inbox is at its limit
+ * (pts_agent_limits.inbox); nothing is called. */
 PTS_EXTERN int pts_remote_controller_abort(pts_remote_controller *rc,
                                            const pts_value *reason,
                                            pts_task_fn done, void *done_data);
-/** setPriority(priority) from any thread: see pts_remote_controller_abort(). */
+/** controller.setPriority(priority) from any thread, applied on the agent's
+ * thread. done (may be NULL) gets the outcome on the agent's thread: 0,
+ * PTS_ENOTALLOWED, PTS_EINVAL (an AbortController), or PTS_ECLOSED if the
+ * agent is gone. Any thread.
+ * @retval 0 sent; done gets the outcome.
+ * @retval PTS_EINVAL rc is NULL.
+ * @retval PTS_ENOMEM out of memory.
+ * @retval PTS_ECLOSED the agent is destroyed; nothing is called.
+ * @retval PTS_ETYPE an unknown priority; nothing is called.
+ * @retval PTS_EQUOTA the agent's inbox is at its limit
+ * (pts_agent_limits.inbox); nothing is called. */
 PTS_EXTERN int pts_remote_controller_set_priority(pts_remote_controller *rc,
                                                   int priority,
                                                   pts_task_fn done,
                                                   void *done_data);
-/** The controller itself, for the agent's own tasks (its thread); borrowed.
- * Made there if the async creation has not been applied yet. NULL for a NULL
- * rc, off the agent's thread, or out of memory. */
+/** The controller itself. Made there if the async creation has not been
+ * applied yet. NULL for a NULL rc, off the agent's thread, or out of memory.
+ * Borrowed. For the agent's own tasks (its thread) only. */
 PTS_EXTERN pts_controller *pts_remote_controller_get(pts_remote_controller *rc);
 
 /* Statistics (relaxed snapshots, any thread). */
@@ -445,8 +492,9 @@ typedef struct pts_thread_stats {
   /**@}*/
 } pts_thread_stats;
 /** Copies a relaxed snapshot of the agent's counters into *out (caller's
- * storage). Any thread. @retval 0 success. @retval PTS_EINVAL NULL a or
- * out. */
+ * storage). Any thread.
+ * @retval 0 success.
+ * @retval PTS_EINVAL NULL a or out. */
 PTS_EXTERN int pts_agent_get_stats(const pts_agent *a, pts_agent_stats *out);
 /** Whether cross-thread posts to the agent are timed for
  * pts_agent_stats.delay_hist (since 1.1). Off when the agent is created
@@ -455,13 +503,15 @@ PTS_EXTERN int pts_agent_get_stats(const pts_agent *a, pts_agent_stats *out);
  * histogram's update (on the project's VM about 6 ns per post and 15 ns per
  * task, docs/benchmarks.md "Latest numbers"), so only an agent whose
  * histogram is read pays for it. Off, posts skip both and delay_hist does
- * not count them. Any thread; posts made after the call follow it, a post made
- * concurrently with it may go either way.
- * @retval 0 success. @retval PTS_EINVAL NULL a. */
+ * not count them. Posts made after the call follow it, a post made
+ * concurrently with it may go either way. Any thread.
+ * @retval 0 success.
+ * @retval PTS_EINVAL NULL a. */
 PTS_EXTERN int pts_agent_set_delay_stats(pts_agent *a, bool on);
 /** Copies a relaxed snapshot of one pool thread's counters into *out. Any
- * thread. @retval 0 success. @retval PTS_EINVAL NULL pool or out, thread
- * out of range. */
+ * thread.
+ * @retval 0 success.
+ * @retval PTS_EINVAL NULL pool or out, thread out of range. */
 PTS_EXTERN int pts_pool_get_thread_stats(const pts_pool *pool, unsigned thread,
                                          pts_thread_stats *out);
 

@@ -8,7 +8,8 @@
  * DOMException-style errors of the spec (AbortError, TypeError, ...) are codes
  * too, and travel inside values as pts_error objects (see value.h).
  *
- * Threads: everything here may be called from any thread.
+ * @par Threads
+ * Everything here may be called from any thread.
  */
 #ifndef PTSCHED_COMMON_H
 #define PTSCHED_COMMON_H
@@ -98,15 +99,17 @@ enum pts__errno_index {
 #define PTS_EQUOTA (-(int)PTS__ERRNO_IDX_EQUOTA - 1)
 
 /** A human sentence for a code: "success" for 0, "unknown error" for anything
- * that is not a PTS_E* code.
- * @return a static string owned by the library; never NULL. Any thread. */
+ * that is not a PTS_E* code. Any thread.
+ * @return a static string owned by the library; never NULL. */
 PTS_EXTERN const char *pts_strerror(int code);
 /** The code's macro name ("PTS_EABORT"; "PTS_OK" for 0), or "PTS_UNKNOWN".
- * @return a static string owned by the library; never NULL. Any thread. */
+ * Any thread.
+ * @return a static string owned by the library; never NULL. */
 PTS_EXTERN const char *pts_err_name(int code);
 /** The DOMException name a code stands for ("AbortError", "TypeError"...), or
  * NULL when the code is not a DOM exception (PTS_EINVAL, PTS_ENOMEM, ...).
- * @return a static string owned by the library, or NULL. Any thread. */
+ * Any thread.
+ * @return a static string owned by the library, or NULL. */
 PTS_EXTERN const char *pts_err_dom_name(int code);
 
 /** The spec's TaskPriority enum (spec 2.1, "Task and Continuation
@@ -121,14 +124,14 @@ typedef enum pts_priority {
 #define PTS_PRIORITY_COUNT 3
 
 /** The IDL string of a priority: "user-blocking", "user-visible",
- * "background"; NULL for an unknown value.
- * @return a static string owned by the library, or NULL. Any thread. */
+ * "background"; NULL for an unknown value. Any thread.
+ * @return a static string owned by the library, or NULL. */
 PTS_EXTERN const char *pts_priority_name(int priority);
 /** Parses a TaskPriority IDL string into *out (the WebIDL enum conversion).
+ * Any thread.
  * @retval 0 success; *out is set.
  * @retval PTS_ETYPE unknown name (the IDL conversion error), or name or out
- * NULL; *out unchanged.
- * Any thread. */
+ * NULL; *out unchanged. */
 PTS_EXTERN int pts_priority_parse(const char *name, pts_priority *out);
 
 #ifdef __cplusplus

@@ -2,19 +2,27 @@
  * @brief The event loop (HTML's event loop, as the spec patches it), its
  * globals, tasks, microtasks, timers, idle callbacks and clock.
  *
- * Threads: a loop and every object it owns (globals, promises, signals,
+ * @par Threads
+ * A loop and every object it owns (globals, promises, signals,
  * schedulers, timers) belong to the loop's owner thread: the thread that
  * created it, or the thread currently running it. Only the functions named
  * *_from_any_thread and pts_loop_stop() may be called from other threads; they
  * go through the loop's inbox (a lock-free MPSC queue) and take effect on the
- * owner thread between two tasks. In debug builds (NDEBUG unset) an owner-only
- * function called from a foreign thread prints a report to stderr and returns
- * PTS_EFOREIGN.
+ * owner thread between two tasks.
  *
- * Callbacks: every callback of this header runs on the owner thread. A
+ * @par Callbacks
+ * Every callback of this header runs on the owner thread. A
  * function that returns an error never calls its callback; one that succeeds
  * calls it exactly once, with status 0 when the work runs or PTS_ECANCELED
  * when it is released without running (its global detached, its loop freed).
+ *
+ * @par Errors
+ * In debug builds (NDEBUG unset) an owner-only function that returns int,
+ * called from a foreign thread, prints a report to stderr and returns
+ * PTS_EFOREIGN. A function allocating from the loop's block pool returns
+ * PTS_EQUOTA instead of PTS_ENOMEM when the loop is an agent's and the
+ * allocation would pass its byte limit (pts_agent_limits.bytes). Each
+ * function lists every code it can return.
  */
 #ifndef PTSCHED_LOOP_H
 #define PTSCHED_LOOP_H
@@ -75,6 +83,7 @@ typedef struct pts_loop_options {
 /** Creates a loop owned by the calling thread, with one default global.
  * opts may be NULL (real clock, guard off); it is read, not kept. *out is set
  * on success only and the caller owns the loop (free it with pts_loop_free()).
+ * Any thread.
  * @retval 0 success.
  * @retval PTS_EINVAL out is NULL.
  * @retval PTS_ENOMEM out of memory. */
@@ -85,8 +94,9 @@ PTS_EXTERN int pts_loop_new(const pts_loop_options *opts, pts_loop **out);
  * commands are released with PTS_ECANCELED (promises rejected), nothing runs
  * after. Owner thread.
  * @retval 0 freed.
- * @retval PTS_EBUSY called from inside pts_loop_run() (nothing is freed).
- * @retval PTS_EINVAL loop is NULL. */
+ * @retval PTS_EINVAL loop is NULL.
+ * @retval PTS_EFOREIGN called from a foreign thread (debug builds).
+ * @retval PTS_EBUSY called from inside pts_loop_run() (nothing is freed). */
 PTS_EXTERN int pts_loop_free(pts_loop *loop);
 
 /** How long pts_loop_run() runs. */
@@ -107,14 +117,14 @@ typedef enum pts_run_mode {
  * microtask checkpoint) on the calling thread, which becomes its owner while
  * it runs.
  * @return 1 if at least one task ran, 0 if none did, or a negative code:
+ * @retval PTS_EINVAL NULL loop or unknown mode.
  * @retval PTS_EBUSY the loop is already running (re-entrant or on another
- * thread).
- * @retval PTS_EINVAL NULL loop or unknown mode. */
+ * thread). */
 PTS_EXTERN int pts_loop_run(pts_loop *loop, pts_run_mode mode);
 
 /** Makes the running pts_loop_run() return after the current task, or the next
- * run return at once if the loop is not running. Any thread (through an
- * atomic flag and a wake-up); the loop must not be freed meanwhile.
+ * run return at once if the loop is not running. The loop must not be freed
+ * meanwhile. Any thread (through an atomic flag and a wake-up).
  * @retval 0 requested.
  * @retval PTS_EINVAL loop is NULL. */
 PTS_EXTERN int pts_loop_stop(pts_loop *loop);
@@ -129,11 +139,15 @@ PTS_EXTERN pts_global *pts_loop_default_global(pts_loop *loop);
  * NULL loop. Owner thread. */
 PTS_EXTERN uint64_t pts_loop_now(pts_loop *loop);
 
-/** Virtual clock only (PTS_EINVAL otherwise, or for a NULL loop). Owner
- * thread, not while the loop runs (PTS_EBUSY). Moves time forward by delta_ns,
- * stopping at each timer deadline on the way, in (deadline, start) order: at
- * each stop, time is set to the deadline, the timers due fire and the loop runs
- * until idle. Ends with time = start + delta_ns and the loop idle. */
+/** Virtual clock only: moves time forward by delta_ns, stopping at each timer
+ * deadline on the way, in (deadline, start) order: at each stop, time is set
+ * to the deadline, the timers due fire and the loop runs until idle. Ends
+ * with time = start + delta_ns and the loop idle. Owner thread, not while the
+ * loop runs.
+ * @retval 0 done.
+ * @retval PTS_EINVAL NULL loop, or a loop without a virtual clock.
+ * @retval PTS_EFOREIGN called from a foreign thread (debug builds).
+ * @retval PTS_EBUSY the loop is running. */
 PTS_EXTERN int pts_loop_advance(pts_loop *loop, uint64_t delta_ns);
 
 /* ---- globals ---- */
@@ -143,16 +157,19 @@ PTS_EXTERN int pts_loop_advance(pts_loop *loop, uint64_t delta_ns);
  * itself; *out is borrowed. Owner thread.
  * @retval 0 success.
  * @retval PTS_EINVAL loop or out is NULL.
- * @retval PTS_ECLOSED the loop is being freed.
- * @retval PTS_ENOMEM out of memory. */
+ * @retval PTS_ENOMEM out of memory.
+ * @retval PTS_EFOREIGN called from a foreign thread (debug builds).
+ * @retval PTS_ECLOSED the loop is being freed. */
 PTS_EXTERN int pts_global_new(pts_loop *loop, pts_global **out);
 
 /** Detaches the global (a removed frame, a terminated worker): its pending
  * tasks, timers and idle callbacks are released with PTS_ECANCELED, its
  * scheduler's promises are rejected, and later calls that would add work to it
  * fail with PTS_ECLOSED (PTS_ENOTSUPPORTED for yield). The struct stays valid
- * until the loop is freed. Detaching twice is a no-op returning 0. Owner
- * thread. PTS_EINVAL for NULL. */
+ * until the loop is freed. Owner thread.
+ * @retval 0 detached, or already detached (detaching twice is a no-op).
+ * @retval PTS_EINVAL global is NULL.
+ * @retval PTS_EFOREIGN called from a foreign thread (debug builds). */
 PTS_EXTERN int pts_global_detach(pts_global *global);
 
 /** Makes the global fully active or not (HTML "fully active"). Tasks of an
@@ -160,8 +177,9 @@ PTS_EXTERN int pts_global_detach(pts_global *global);
  * it is active again. Owner thread.
  * @retval 0 success.
  * @retval PTS_EINVAL global is NULL.
- * @retval PTS_ECLOSED the global is detached.
- * @retval PTS_ENOMEM out of memory (re-arming its timers). */
+ * @retval PTS_ENOMEM out of memory (re-arming its timers).
+ * @retval PTS_EFOREIGN called from a foreign thread (debug builds).
+ * @retval PTS_ECLOSED the global is detached. */
 PTS_EXTERN int pts_global_set_active(pts_global *global, bool active);
 /** Whether the global is fully active (see pts_global_set_active()); false
  * once detached or for NULL. Owner thread. */
@@ -180,15 +198,22 @@ PTS_EXTERN pts_loop *pts_global_loop(const pts_global *global);
  * Owner thread.
  * @retval 0 queued.
  * @retval PTS_EINVAL NULL global or fn, unknown source.
+ * @retval PTS_ENOMEM out of memory.
+ * @retval PTS_EFOREIGN called from a foreign thread (debug builds).
  * @retval PTS_ECLOSED the global is detached.
- * @retval PTS_ENOMEM out of memory. */
+ * @retval PTS_EQUOTA an agent's loop at its byte limit
+ * (pts_agent_limits.bytes). */
 PTS_EXTERN int pts_queue_task(pts_global *global, pts_task_source source,
                               pts_task_fn fn, void *data);
 
-/** The same from any thread, through the loop's inbox. The global must stay
- * allocated (its loop not freed) until the call returns. fn later runs on the
+/** The same from any thread, through the loop's inbox. fn later runs on the
  * owner thread in posting order per producer, or gets PTS_ECANCELED if the
- * global is detached or the loop freed first. Wakes the loop only if it sleeps. */
+ * global is detached or the loop freed first. Wakes the loop only if it
+ * sleeps. The global must stay allocated (its loop not freed) until the call
+ * returns. Any thread.
+ * @retval 0 sent.
+ * @retval PTS_EINVAL NULL global or fn, unknown source.
+ * @retval PTS_ENOMEM out of memory. */
 PTS_EXTERN int pts_queue_task_from_any_thread(pts_global *global,
                                               pts_task_source source,
                                               pts_task_fn fn, void *data);
@@ -210,7 +235,7 @@ typedef struct pts_task_req {
  * order per producer, exactly one call of fn, with 0 on the owner thread or
  * PTS_ECANCELED if the global is detached or the loop freed first) and no
  * allocation. req is owned by ptsched until fn is called. The global must
- * stay allocated (its loop not freed) until the call returns.
+ * stay allocated (its loop not freed) until the call returns. Any thread.
  * @retval 0 sent.
  * @retval PTS_EINVAL NULL global, req or fn, or an unknown source; req is
  * then untouched. */
@@ -220,11 +245,12 @@ PTS_EXTERN int pts_queue_task_req_from_any_thread(pts_global *global,
                                                   pts_task_fn fn, void *data);
 
 /** Runs fn on the owner thread at the next inbox drain, between two tasks and
- * not as a task (no microtask checkpoint of its own). Any thread. For
- * commands that must apply whole, e.g. an abort sent from another thread.
- * fn gets PTS_ECANCELED instead if the loop is freed first.
- * @retval 0 sent. @retval PTS_EINVAL NULL loop or fn. @retval PTS_ENOMEM out
- * of memory. */
+ * not as a task (no microtask checkpoint of its own). For commands that must
+ * apply whole, e.g. an abort sent from another thread. fn gets PTS_ECANCELED
+ * instead if the loop is freed first. Any thread.
+ * @retval 0 sent.
+ * @retval PTS_EINVAL NULL loop or fn.
+ * @retval PTS_ENOMEM out of memory. */
 PTS_EXTERN int pts_loop_call_from_any_thread(pts_loop *loop, pts_task_fn fn,
                                              void *data);
 
@@ -234,8 +260,13 @@ PTS_EXTERN int pts_loop_call_from_any_thread(pts_loop *loop, pts_task_fn fn,
  * current task), with the scheduling state that is current now restored while
  * it runs (HostMakeJobCallback / HostCallJobCallback, spec section 4). fn gets
  * PTS_ECANCELED instead if the loop is freed first. Owner thread.
- * @retval 0 queued. @retval PTS_EINVAL NULL loop or fn. @retval PTS_ENOMEM
- * out of memory. */
+ * @retval 0 queued.
+ * @retval PTS_EINVAL NULL loop or fn.
+ * @retval PTS_ENOMEM out of memory.
+ * @retval PTS_EFOREIGN called from a foreign thread (debug builds).
+ * @retval PTS_ECLOSED the loop is being freed.
+ * @retval PTS_EQUOTA an agent's loop at its byte limit
+ * (pts_agent_limits.bytes). */
 PTS_EXTERN int pts_queue_microtask(pts_loop *loop, pts_task_fn fn, void *data);
 
 /* ---- timers (setTimeout-like) ---- */
@@ -246,15 +277,19 @@ PTS_EXTERN int pts_queue_microtask(pts_loop *loop, pts_task_fn fn, void *data);
  * be NULL) identifies it for pts_timer_cancel(). Owner thread.
  * @retval 0 started.
  * @retval PTS_EINVAL NULL global or fn.
+ * @retval PTS_ENOMEM out of memory.
+ * @retval PTS_EFOREIGN called from a foreign thread (debug builds).
  * @retval PTS_ECLOSED the global is detached.
- * @retval PTS_ENOMEM out of memory. */
+ * @retval PTS_EQUOTA an agent's loop at its byte limit
+ * (pts_agent_limits.bytes). */
 PTS_EXTERN int pts_timer_start(pts_global *global, uint64_t delay_ms,
                                pts_task_fn fn, void *data, uint64_t *id);
 /** clearTimeout(): cancels a timer not yet run: fn is never called and data is
  * the caller's again. Owner thread.
  * @retval 0 cancelled.
- * @retval PTS_ENOTFOUND it already ran or the id is unknown.
- * @retval PTS_EINVAL global is NULL. */
+ * @retval PTS_EINVAL global is NULL.
+ * @retval PTS_EFOREIGN called from a foreign thread (debug builds).
+ * @retval PTS_ENOTFOUND it already ran or the id is unknown. */
 PTS_EXTERN int pts_timer_cancel(pts_global *global, uint64_t id);
 
 /* ---- idle callbacks (requestIdleCallback) ---- */
@@ -273,17 +308,21 @@ typedef void (*pts_idle_fn)(void *data, int status,
  * loop freed first. *id (may be NULL) identifies it for cancel. Owner thread.
  * @retval 0 requested.
  * @retval PTS_EINVAL NULL global or fn.
+ * @retval PTS_ENOMEM out of memory.
+ * @retval PTS_EFOREIGN called from a foreign thread (debug builds).
  * @retval PTS_ECLOSED the global is detached.
- * @retval PTS_ENOMEM out of memory. */
+ * @retval PTS_EQUOTA an agent's loop at its byte limit
+ * (pts_agent_limits.bytes). */
 PTS_EXTERN int pts_request_idle_callback(pts_global *global, pts_idle_fn fn,
                                          void *data, uint64_t timeout_ms,
                                          uint64_t *id);
 /** cancelIdleCallback(): fn is never called and data is the caller's again.
  * Owner thread.
  * @retval 0 cancelled.
+ * @retval PTS_EINVAL global is NULL.
+ * @retval PTS_EFOREIGN called from a foreign thread (debug builds).
  * @retval PTS_ENOTFOUND it already ran or the id is unknown (or of another
- * global).
- * @retval PTS_EINVAL global is NULL. */
+ * global). */
 PTS_EXTERN int pts_cancel_idle_callback(pts_global *global, uint64_t id);
 /** IdleDeadline.timeRemaining(), in ns (0 once past). Owner thread, during the
  * callback. */

@@ -2,9 +2,16 @@
  * @brief The Scheduler of a global: postTask() and yield() (spec section 2,
  * "Scheduling Tasks and Continuations").
  *
- * Threads: owner thread of the global's loop. Callbacks run on that thread.
  * Selection runs across all schedulers of a loop: highest effective priority
  * first, then the oldest task (the loop's shared next enqueue order).
+ *
+ * @par Threads
+ * Owner thread of the global's loop. Callbacks run on that thread.
+ *
+ * @par Errors
+ * A call that fails gives no promise and never calls its callback. In debug
+ * builds (NDEBUG unset) a call from a foreign thread returns PTS_EFOREIGN.
+ * Each function lists every code it can return.
  */
 #ifndef PTSCHED_SCHEDULER_H
 #define PTSCHED_SCHEDULER_H
@@ -57,28 +64,42 @@ typedef struct pts_post_options {
 typedef pts_value (*pts_task_callback)(void *data, int status);
 
 /** scheduler.postTask(callback, options) (spec 2.4.2, "schedule a postTask
- * task"): opts may be NULL (the defaults) and is read, not kept; the signal
- * is referenced for as long as the task needs it. The priority is the
- * option's, else the TaskSignal's, else user-visible (spec "compute the
- * scheduling state from options"). On success *out (may be NULL) gets a
- * reference
- * to the result promise. If the signal is already aborted the promise is
- * returned rejected with its reason (and callback is called at once with
- * PTS_EABORT). Errors (no promise, callback never called): PTS_EINVAL (NULL
- * scheduler or callback), PTS_ETYPE (unknown priority, delay out of range),
- * PTS_EFOREIGN (signal of another loop), PTS_ECLOSED (global detached),
- * PTS_ENOMEM. Owner thread; callback runs on it. */
+ * task"). The priority is the option's, else the TaskSignal's, else
+ * user-visible (spec "compute the scheduling state from options"). If the
+ * signal is already aborted the promise is returned rejected with its reason
+ * (and callback is called at once with PTS_EABORT). opts may be NULL (the
+ * defaults) and is read, not kept; the signal is referenced for as long as
+ * the task needs it. On success *out (may be NULL) gets a reference to the
+ * result promise. Owner thread; callback runs on it.
+ * @retval 0 posted (with an already aborted signal: the promise is
+ * rejected).
+ * @retval PTS_EINVAL NULL scheduler or callback.
+ * @retval PTS_ENOMEM out of memory.
+ * @retval PTS_EFOREIGN signal of another loop, or (debug builds) called from
+ * a foreign thread.
+ * @retval PTS_ECLOSED global detached.
+ * @retval PTS_ETYPE unknown priority, delay out of range.
+ * @retval PTS_EQUOTA an agent's loop at its task limit
+ * (pts_agent_limits.tasks) or byte limit (pts_agent_limits.bytes). */
 PTS_EXTERN int pts_scheduler_post_task(pts_scheduler *s,
                                        pts_task_callback callback, void *data,
                                        const pts_post_options *opts,
                                        pts_promise **out);
 
 /** Direct-callback form of postTask, no promise (cheaper; same queueing):
- * fn(data, 0) runs as the task, or
- * fn(data, PTS_EABORT) when its signal aborts first (the reason is the
- * signal's), or fn(data, PTS_ECANCELED) if the global is detached. Errors as
- * above, plus PTS_EABORT when the signal is already aborted (fn not called).
- * Owner thread; fn runs on it. */
+ * fn(data, 0) runs as the task, or fn(data, PTS_EABORT) when its signal
+ * aborts first (the reason is the signal's), or fn(data, PTS_ECANCELED) if
+ * the global is detached. Owner thread; fn runs on it.
+ * @retval 0 posted.
+ * @retval PTS_EINVAL NULL scheduler or fn.
+ * @retval PTS_ENOMEM out of memory.
+ * @retval PTS_EFOREIGN signal of another loop, or (debug builds) called from
+ * a foreign thread.
+ * @retval PTS_ECLOSED global detached.
+ * @retval PTS_EABORT the signal is already aborted (fn not called).
+ * @retval PTS_ETYPE unknown priority, delay out of range.
+ * @retval PTS_EQUOTA an agent's loop at its task limit
+ * (pts_agent_limits.tasks) or byte limit (pts_agent_limits.bytes). */
 PTS_EXTERN int pts_scheduler_post(pts_scheduler *s, pts_task_fn fn, void *data,
                                   const pts_post_options *opts);
 
@@ -102,17 +123,34 @@ typedef struct pts_yield_options {
  * the current scheduling state). *out (out may be NULL: the caller does not
  * keep the promise) gets the promise,
  * fulfilled with undefined when the continuation runs, or rejected with the
- * abort reason. Errors: PTS_ENOTSUPPORTED (global detached), PTS_ETYPE,
- * PTS_EFOREIGN, PTS_EINVAL, PTS_ENOMEM. Owner thread. */
+ * abort reason. Owner thread.
+ * @retval 0 yielded (with an already aborted signal: the promise is
+ * rejected).
+ * @retval PTS_EINVAL NULL scheduler.
+ * @retval PTS_ENOMEM out of memory.
+ * @retval PTS_EFOREIGN signal of another loop, or (debug builds) called from
+ * a foreign thread.
+ * @retval PTS_ENOTSUPPORTED global detached.
+ * @retval PTS_ETYPE unknown priority.
+ * @retval PTS_EQUOTA an agent's loop at its task limit
+ * (pts_agent_limits.tasks) or byte limit (pts_agent_limits.bytes). */
 PTS_EXTERN int pts_scheduler_yield(pts_scheduler *s,
                                    const pts_yield_options *opts,
                                    pts_promise **out);
 /** Direct-callback form of yield: fn runs as the continuation (status 0) or
  * gets PTS_EABORT / PTS_ECANCELED. The continuation runs with the computed
  * scheduling state as the current one, so a yield inside it inherits again.
- * Errors as pts_scheduler_yield() (PTS_EINVAL also for a NULL fn), plus
- * PTS_EABORT when the signal is already aborted (fn not called). Owner
- * thread. */
+ * Owner thread.
+ * @retval 0 yielded.
+ * @retval PTS_EINVAL NULL scheduler or fn.
+ * @retval PTS_ENOMEM out of memory.
+ * @retval PTS_EFOREIGN signal of another loop, or (debug builds) called from
+ * a foreign thread.
+ * @retval PTS_EABORT the signal is already aborted (fn not called).
+ * @retval PTS_ENOTSUPPORTED global detached.
+ * @retval PTS_ETYPE unknown priority.
+ * @retval PTS_EQUOTA an agent's loop at its task limit
+ * (pts_agent_limits.tasks) or byte limit (pts_agent_limits.bytes). */
 PTS_EXTERN int pts_scheduler_yield_cb(pts_scheduler *s,
                                       const pts_yield_options *opts,
                                       pts_task_fn fn, void *data);

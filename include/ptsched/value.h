@@ -13,7 +13,8 @@
  * it settles is rejected with it. Any other kind fulfils. (A C program has no
  * exceptions; this is the one convention, see docs/api.md.)
  *
- * Threads: every function here may be called from any thread, except that a
+ * @par Threads
+ * Every function here may be called from any thread, except that a
  * PTS_VALUE_PROMISE value may only be copied or released on its loop's owner
  * thread.
  */
@@ -127,12 +128,12 @@ PTS_EXTERN bool pts_value_same(pts_value a, pts_value b);
 
 /** A new error value (a DOMException when code is one: PTS_EABORT ->
  * "AbortError", PTS_ETYPE -> "TypeError", ...) with any PTS_E* code and a
- * message (copied; NULL for the code's pts_strerror() sentence).
+ * message (copied; NULL for the code's pts_strerror() sentence). Any thread.
  * @return a PTS_VALUE_ERROR value holding one reference (release it with
  * pts_value_release(), or hand it to a function that takes it over). Out of
  * memory: for a listed code, a shared error of that code with its
  * pts_strerror() sentence (message is dropped); for an unknown code, an
- * undefined value. Any thread. */
+ * undefined value. */
 PTS_EXTERN pts_value pts_error_value(int code, const char *message);
 /** The code of an error value (PTS_EABORT, ...); 0 if v is not of kind
  * PTS_VALUE_ERROR. Borrows v. Any thread. */
@@ -148,10 +149,9 @@ PTS_EXTERN const char *pts_error_message(pts_value v);
 PTS_EXTERN bool pts_value_is_error(pts_value v, int code);
 
 /** A boxed pointer: destroy(ptr) runs when the last reference is released, on
- * whichever thread releases it. destroy may be NULL.
+ * whichever thread releases it. destroy may be NULL. Any thread.
  * @return a PTS_VALUE_BOX value holding one reference; an undefined value
- * when out of memory (destroy is then not called: ptr stays the caller's).
- * Any thread. */
+ * when out of memory (destroy is then not called: ptr stays the caller's). */
 PTS_EXTERN pts_value pts_box_value(void *ptr, void (*destroy)(void *ptr));
 /** A thenable's then hook: thenable.then(resolve, reject), called by the
  * loop in a microtask (a promise job) on the thread of the promise being
@@ -168,10 +168,9 @@ typedef pts_value (*pts_then_fn)(void *data, pts_resolvers *resolvers);
  * follows the spec exactly: one microtask later then(data, resolvers) is
  * called; only the first call of either resolving function counts.
  * destroy(data), may be NULL, runs when the last reference is released, on
- * whichever thread releases it.
+ * whichever thread releases it. Any thread.
  * @return a PTS_VALUE_THENABLE value holding one reference; an undefined
- * value when then is NULL or out of memory (destroy is then not called).
- * Any thread. */
+ * value when then is NULL or out of memory (destroy is then not called). */
 PTS_EXTERN pts_value pts_thenable_value(pts_then_fn then, void *data,
                                         void (*destroy)(void *data));
 /** The pointer inside a PTS_VALUE_BOX or PTS_VALUE_PTR value, or a

@@ -8,7 +8,8 @@
  * a struct embedders allocate, see the ABI notes in docs/install.md). MINOR
  * grows with additions, PATCH with fixes.
  *
- * Threads: everything here may be called from any thread.
+ * @par Threads
+ * Everything here may be called from any thread.
  */
 #ifndef PTSCHED_VERSION_H
 #define PTSCHED_VERSION_H
@@ -44,10 +45,10 @@ extern "C" {
 /** The version of the library actually linked, "MAJOR.MINOR.PATCH".
  *
  * Compare it with PTS_VERSION_STRING to detect a program compiled against
- * other headers than the library it runs with.
+ * other headers than the library it runs with. Not part of the spec. Any
+ * thread.
  *
- * @return a static string owned by the library; never NULL, never freed.
- * Any thread. Not part of the spec. */
+ * @return a static string owned by the library; never NULL, never freed. */
 PTS_EXTERN const char *pts_version_string(void);
 
 /** The linked library's version as PTS_VERSION_NUMBER computes it. Any thread. */
