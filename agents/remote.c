@@ -48,7 +48,7 @@
  * (pts__scheduler_post_in), written by the pool thread if the task waits in
  * a queue. In the caller's pts_agent_task_req (64 bytes) it is the part
  * alone, and a waiting task's handle comes from the scheduler
- * (pts_scheduler_post), like a post with extras, which is a large block.
+ * (pts_scheduler_post_task_cb), like a post with extras, which is a large block.
  * Measured in docs/agents.md ("Hot paths"). */
 /* ---- the producers' side: admission, the push, the wake hook ---- */
 
@@ -376,7 +376,7 @@ static void xtask_cmd(pts__command *cmd, int status) {
   } else if (!x->extras) { /* the caller's request holds no handle */
     pts_post_options o = PTS_POST_OPTIONS_INIT;
     o.priority = x->priority;
-    r = pts_scheduler_post(a->sched, xtask_run, x, &o);
+    r = pts_scheduler_post_task_cb(a->sched, xtask_run, x, &o);
   } else {
     pts_post_options o = PTS_POST_OPTIONS_INIT;
     o.priority = x->priority;
@@ -391,7 +391,7 @@ static void xtask_cmd(pts__command *cmd, int status) {
     }
     x->signal = o.signal;
     if (x->delay_ms > 0 && x->due_ns != 0) x->due_ns += (uint64_t)x->delay_ms * 1000000u;
-    r = pts_scheduler_post(a->sched, xtask_run, x, &o);
+    r = pts_scheduler_post_task_cb(a->sched, xtask_run, x, &o);
     /* The task's state holds the signal now; the controller may go. */
     if (x->rc != NULL) {
       pts__rc_drop(x->rc);

@@ -49,7 +49,7 @@ static int post(pts_signal *signal, int priority, uint64_t delay,
   o.signal = signal;
   o.priority = priority;
   o.delay_ms = (int64_t)delay;
-  int rc = pts_scheduler_post(scheduler, fn, (void *)name, &o);
+  int rc = pts_scheduler_post_task_cb(scheduler, fn, (void *)name, &o);
   if (rc != 0) fprintf(stderr, "post %s: %s\n", name, pts_strerror(rc));
   return rc;
 }

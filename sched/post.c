@@ -304,14 +304,19 @@ int pts_scheduler_post_task(pts_scheduler *s, pts_task_callback callback,
   return post_common(s, K_POST_PROMISE, (void *)callback, data, opts, out);
 }
 
-int pts_scheduler_post(pts_scheduler *s, pts_task_fn fn, void *data,
-                       const pts_post_options *opts) {
+int pts_scheduler_post_task_cb(pts_scheduler *s, pts_task_fn fn, void *data,
+                               const pts_post_options *opts) {
   if (!s || !fn) return PTS_EINVAL;
   int p, fixed = fixed_priority_of(opts, &p);
   if (fixed == 1) return post_fixed(s, K_POST_CB, (void *)fn, data, p, NULL);
   if (fixed < 0) return fixed;
   return post_common(s, K_POST_CB, (void *)fn, data, opts, NULL);
 }
+
+/* The 5.0 name (scheduler.h): the same function's entry, not a wrapper. */
+int pts_scheduler_post(pts_scheduler *s, pts_task_fn fn, void *data,
+                       const pts_post_options *opts)
+    __attribute__((alias("pts_scheduler_post_task_cb")));
 
 /* spec: schedule a yield continuation. */
 static int yield_common(pts_scheduler *s, const pts_yield_options *opts,

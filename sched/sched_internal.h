@@ -56,7 +56,7 @@ typedef struct pts__sched_slot {
 } pts__sched_slot;
 
 /* postTask with a direct callback, a fixed priority (PTS_PRIORITY_UNSET:
- * user-visible), no signal and no delay, as pts_scheduler_post with those
+ * user-visible), no signal and no delay, as pts_scheduler_post_task_cb with those
  * options, but the handle lives in the caller's slot instead of a block of
  * the scheduler's: the agents layer puts it in the block of the command
  * that carried the post, so a cross-thread post uses one block in all.

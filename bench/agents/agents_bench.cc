@@ -109,7 +109,7 @@ struct Chain {
     if (status != 0) return;
     if (c->s == nullptr) c->s = pts_global_scheduler(pts_loop_default_global(pts_agent_loop(c->a)));
     if (--c->left > 0) {
-      must(pts_scheduler_post(c->s, step, c, nullptr), "pts_scheduler_post");
+      must(pts_scheduler_post_task_cb(c->s, step, c, nullptr), "pts_scheduler_post_task_cb");
     } else {
       c->finished->fetch_add(1, std::memory_order_release);
     }
@@ -165,7 +165,7 @@ struct Flood {
     if (f->stop->load(std::memory_order_relaxed)) return;
     pts_post_options po = PTS_POST_OPTIONS_INIT;
     po.priority = PTS_PRIORITY_BACKGROUND;
-    must(pts_scheduler_post(f->s, step, f, &po), "pts_scheduler_post");
+    must(pts_scheduler_post_task_cb(f->s, step, f, &po), "pts_scheduler_post_task_cb");
   }
 };
 

@@ -121,7 +121,7 @@ static void att_record(attacker *a, uint8_t kind) {
 static void att_post(attacker *a, pts_task_fn fn, void *data, int prio) {
   pts_post_options o = PTS_POST_OPTIONS_INIT;
   o.priority = prio;
-  (void)pts_scheduler_post(a->sched, fn, data, &o);
+  (void)pts_scheduler_post_task_cb(a->sched, fn, data, &o);
 }
 
 static void att_task(void *data, int status);
@@ -243,7 +243,7 @@ static int victim_post(victim *v, pts_scheduler *s, uint64_t now, uint64_t work,
   *t = (vtask){v, now, work, measure};
   pts_post_options o = PTS_POST_OPTIONS_INIT;
   o.priority = prio;
-  int rc = pts_scheduler_post(s, victim_task, t, &o);
+  int rc = pts_scheduler_post_task_cb(s, victim_task, t, &o);
   if (rc != 0) free(t);
   else v->posted++;
   return rc;
@@ -612,7 +612,7 @@ static void chain_task(void *data, int status) {
   c->done++;
   pts_post_options o = PTS_POST_OPTIONS_INIT;
   o.priority = c->prio;
-  (void)pts_scheduler_post(c->s, chain_task, c, &o);
+  (void)pts_scheduler_post_task_cb(c->s, chain_task, c, &o);
 }
 
 /* The mostly idle victim's next task: 10-30 ms later (20 ms on average),
@@ -886,7 +886,7 @@ static void rchain_task(void *data, int status) {
   atomic_fetch_add_explicit(&c->done, 1, memory_order_relaxed);
   pts_post_options o = PTS_POST_OPTIONS_INIT;
   o.priority = PTS_PRIORITY_USER_VISIBLE;
-  (void)pts_scheduler_post(c->s, rchain_task, c, &o);
+  (void)pts_scheduler_post_task_cb(c->s, rchain_task, c, &o);
 }
 
 static pts_value rchain_kick(void *data, int status) {

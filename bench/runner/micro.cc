@@ -36,7 +36,7 @@ void BM_PostRunCallback(benchmark::State &state) {
   size_t n = 0;
   pts_post_options o = PTS_POST_OPTIONS_INIT;
   for (auto _ : state) {
-    for (int i = 0; i < 1000; i++) pts_scheduler_post(l.s, Count, &n, &o);
+    for (int i = 0; i < 1000; i++) pts_scheduler_post_task_cb(l.s, Count, &n, &o);
     pts_loop_run(l.loop, PTS_RUN_UNTIL_IDLE);
   }
   if (n != static_cast<size_t>(state.iterations()) * 1000) state.SkipWithError("a task did not run");
@@ -73,7 +73,7 @@ void ChainStep(void *data, int status) {
     pts_scheduler_yield_cb(c->s, nullptr, ChainStep, c);
   } else {
     pts_post_options o = PTS_POST_OPTIONS_INIT;
-    pts_scheduler_post(c->s, ChainStep, c, &o);
+    pts_scheduler_post_task_cb(c->s, ChainStep, c, &o);
   }
 }
 
@@ -83,7 +83,7 @@ void BM_YieldRoundTrip(benchmark::State &state) {
   for (auto _ : state) {
     Chain c{l.s, 1000, yield};
     pts_post_options o = PTS_POST_OPTIONS_INIT;
-    pts_scheduler_post(l.s, ChainStep, &c, &o);
+    pts_scheduler_post_task_cb(l.s, ChainStep, &c, &o);
     pts_loop_run(l.loop, PTS_RUN_UNTIL_IDLE);
   }
   SetNs(state, static_cast<double>(state.iterations()) * 1000);
@@ -98,7 +98,7 @@ void BM_SetPriority(benchmark::State &state) {
   pts_post_options o = PTS_POST_OPTIONS_INIT;
   o.signal = pts_controller_signal(c);
   size_t n = 0;
-  for (int64_t i = 0; i < state.range(0); i++) pts_scheduler_post(l.s, Count, &n, &o);
+  for (int64_t i = 0; i < state.range(0); i++) pts_scheduler_post_task_cb(l.s, Count, &n, &o);
   int p = PTS_PRIORITY_USER_VISIBLE;
   for (auto _ : state) {
     pts_controller_set_priority(c, p);
@@ -120,7 +120,7 @@ void BM_AbortPerTask(benchmark::State &state) {
     pts_post_options o = PTS_POST_OPTIONS_INIT;
     o.signal = pts_controller_signal(c);
     size_t cnt = 0;
-    for (int64_t i = 0; i < n; i++) pts_scheduler_post(l->s, Count, &cnt, &o);
+    for (int64_t i = 0; i < n; i++) pts_scheduler_post_task_cb(l->s, Count, &cnt, &o);
     state.ResumeTiming();
     pts_controller_abort(c, nullptr);
     pts_loop_run(l->loop, PTS_RUN_UNTIL_IDLE);

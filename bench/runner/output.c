@@ -446,7 +446,7 @@ static void md_table(rb_ctx *ctx, FILE *f, const char *suite) {
 static const char *suite_text(const char *s) {
   if (!strcmp(s, "throughput"))
     return "Post+run on one loop, batches of 1,000 tasks posted then run until idle. "
-           "Direct-callback form (`pts_scheduler_post`), promise form (`pts_scheduler_post_task`, "
+           "Direct-callback form (`pts_scheduler_post_task_cb`), promise form (`pts_scheduler_post_task`, "
            "caller's reference dropped) and mixed priorities with the strict-order check; "
            "`alloc_bytes_per_task`: jemalloc's per-thread byte counter over the timed part of the "
            "last run. "

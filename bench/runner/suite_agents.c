@@ -7,7 +7,7 @@
  * Work inside an agent is always started by a seed task queued from the main
  * thread (pts_agent_queue_task); the seed finds its scheduler on its own
  * thread and keeps a fixed number of task chains going with
- * pts_scheduler_post, so a loop always has runnable work until its quota or
+ * pts_scheduler_post_task_cb, so a loop always has runnable work until its quota or
  * the stop flag ends the chains. Completion is signalled through a POSIX
  * semaphore or pts_agent_drain; nothing here polls a pool's internals.
  */
@@ -308,7 +308,7 @@ static void agent_split(rb_ctx *ctx, pts_agent *a, size_t n, pts_agent_task_req 
  * The same two streams to an agent with every limit set far above what
  * they reach and to one with none, interleaved: the request stream
  * (pts_agent_post_task_req: the producer's place in the inbox) and an
- * agent posting to itself in batches (pts_scheduler_post: the task limit's
+ * agent posting to itself in batches (pts_scheduler_post_task_cb: the task limit's
  * compare in the post's fast path). */
 
 #define OWN_BATCH 256
@@ -336,7 +336,7 @@ static void own_task(void *data, int status) {
 static void own_batch(own_run *r) {
   pts_scheduler *s = pts_global_scheduler(pts_loop_default_global(pts_agent_loop(r->a)));
   for (int i = 0; i < OWN_BATCH && r->posted < r->n; i++, r->posted++)
-    if (pts_scheduler_post(s, own_task, r, NULL) != 0) return; /* never ends: the run fails */
+    if (pts_scheduler_post_task_cb(s, own_task, r, NULL) != 0) return; /* never ends: the run fails */
 }
 
 static void own_start(void *data, int status) {
@@ -545,7 +545,7 @@ static void chain_task(void *data, int status) {
     if (!c->stop) c->remaining--;
     pts_post_options o = PTS_POST_OPTIONS_INIT;
     o.priority = c->priority;
-    if (pts_scheduler_post(c->s, chain_task, c, &o) == 0) return;
+    if (pts_scheduler_post_task_cb(c->s, chain_task, c, &o) == 0) return;
     c->fail = 1;
   }
   chain_end(c);
@@ -563,7 +563,7 @@ static void chain_seed(void *data, int status) {
     }
     pts_post_options o = PTS_POST_OPTIONS_INIT;
     o.priority = c->priority;
-    if (pts_scheduler_post(c->s, chain_task, c, &o) != 0) {
+    if (pts_scheduler_post_task_cb(c->s, chain_task, c, &o) != 0) {
       c->fail = 1;
       break;
     }

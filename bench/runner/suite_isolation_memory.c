@@ -76,7 +76,7 @@ static void bomb_post(bomb *b) {
     return;
   for (int i = 0; i < BOMB_FANOUT / 2; i++) {
     bomb_count(b, pts_scheduler_post_task(b->s, bomb_cb_promise, b, NULL, NULL));
-    bomb_count(b, pts_scheduler_post(b->s, bomb_cb, b, NULL));
+    bomb_count(b, pts_scheduler_post_task_cb(b->s, bomb_cb, b, NULL));
   }
 }
 
@@ -125,7 +125,7 @@ void rb_iso_flood_burst(void *data, int status) {
       else f->other++;
     }
   }
-  int rc = f->s != NULL ? pts_scheduler_post(f->s, rb_iso_flood_burst, f, NULL) : PTS_EINVAL;
+  int rc = f->s != NULL ? pts_scheduler_post_task_cb(f->s, rb_iso_flood_burst, f, NULL) : PTS_EINVAL;
   if (rc != 0) f->err = rc;
 }
 

@@ -51,7 +51,7 @@ static void chain_post(nb *n) {
     o.delay_ms = VICTIM_DELAY_MS;
     n->due[n->next] = rb_now_ns() + (uint64_t)VICTIM_DELAY_MS * 1000000u;
   }
-  int rc = pts_scheduler_post(n->s, chain_task, &n->w[n->next], &o);
+  int rc = pts_scheduler_post_task_cb(n->s, chain_task, &n->w[n->next], &o);
   if (rc == 0) {
     n->next++;
     atomic_fetch_add_explicit(&n->posted, 1, memory_order_relaxed);

@@ -87,7 +87,7 @@ static double s_post_run_callback(void *arg) {
   uint64_t t0 = rb_now_ns();
   while (done < l->n) {
     for (size_t i = 0; i < l->batch; i++)
-      if (pts_scheduler_post(l->s, count_task, &counter, &o) != 0) return -1;
+      if (pts_scheduler_post_task_cb(l->s, count_task, &counter, &o) != 0) return -1;
     if (pts_loop_run(l->loop, PTS_RUN_UNTIL_IDLE) < 0) return -1;
     done += l->batch;
   }
@@ -161,7 +161,7 @@ static double s_mixed(void *arg) {
     for (size_t i = 0; i < l->batch; i++) {
       pts_post_options o = PTS_POST_OPTIONS_INIT;
       o.priority = rb_mixed_priority(i);
-      if (pts_scheduler_post(l->s, mixed_task, &m->items[i], &o) != 0)
+      if (pts_scheduler_post_task_cb(l->s, mixed_task, &m->items[i], &o) != 0)
         return -1;
     }
     if (pts_loop_run(l->loop, PTS_RUN_UNTIL_IDLE) < 0) return -1;
@@ -562,7 +562,7 @@ static double s_yield_cb(void *arg) {
   yst y = {l->s, 0, l->n, 0};
   pts_post_options o = PTS_POST_OPTIONS_INIT;
   uint64_t t0 = rb_now_ns();
-  if (pts_scheduler_post(l->s, y_cont, &y, &o) != 0) return -1;
+  if (pts_scheduler_post_task_cb(l->s, y_cont, &y, &o) != 0) return -1;
   if (pts_loop_run(l->loop, PTS_RUN_UNTIL_IDLE) < 0) return -1;
   uint64_t t1 = rb_now_ns();
   /* The first step is the posted task; every later one a yield round trip. */
@@ -608,7 +608,7 @@ static void chain_task(void *data, int status) {
     y->fail = 1;
     return;
   }
-  if (++y->count < y->rounds && pts_scheduler_post(y->s, chain_task, y, &o) != 0)
+  if (++y->count < y->rounds && pts_scheduler_post_task_cb(y->s, chain_task, y, &o) != 0)
     y->fail = 1;
 }
 
@@ -617,7 +617,7 @@ static double s_post_chain(void *arg) {
   yst y = {l->s, 0, l->n, 0};
   pts_post_options o = PTS_POST_OPTIONS_INIT;
   uint64_t t0 = rb_now_ns();
-  if (pts_scheduler_post(l->s, chain_task, &y, &o) != 0) return -1;
+  if (pts_scheduler_post_task_cb(l->s, chain_task, &y, &o) != 0) return -1;
   if (pts_loop_run(l->loop, PTS_RUN_UNTIL_IDLE) < 0) return -1;
   uint64_t t1 = rb_now_ns();
   return (!y.fail && y.count == y.rounds) ? (double)(t1 - t0) / (double)y.rounds : -1;
@@ -698,7 +698,7 @@ static double s_abort(void *arg) {
       rc = pts_scheduler_post_task(s, count_cb, &counter, &o, &p);
       if (rc == 0) pts_promise_unref(p);
     } else {
-      rc = pts_scheduler_post(s, count_abort, &counter, &o);
+      rc = pts_scheduler_post_task_cb(s, count_abort, &counter, &o);
     }
     if (rc != 0) break;
   }
@@ -737,7 +737,7 @@ void rb_suite_control(rb_ctx *ctx) {
       o.signal = pts_controller_signal(c.c);
       size_t i = 0;
       for (; i < pend[k]; i++)
-        if (pts_scheduler_post(s, count_abort, &c.counter, &o) != 0) break;
+        if (pts_scheduler_post_task_cb(s, count_abort, &c.counter, &o) != 0) break;
       snprintf(key, sizeof key, "control.set_priority_%s.ns", tag[k]);
       if (i == pend[k]) {
         rb_measure(ctx, key, "ns", RB_PTSCHED, s_set_priority, &c);
@@ -843,7 +843,7 @@ static double s_mem_once(const mem_arg *m) {
         rc = pts_queue_task_from_any_thread(g, PTS_SOURCE_MESSAGE, count_abort, &counter);
         break;
       default:
-        rc = pts_scheduler_post(s, count_abort, &counter, &o);
+        rc = pts_scheduler_post_task_cb(s, count_abort, &counter, &o);
         break;
     }
     if (rc != 0) break;
@@ -874,10 +874,10 @@ void rb_suite_memory(rb_ctx *ctx) {
     const char *key;
     const char *note;
   } forms[] = {
-      {MEM_CALLBACK, "memory.pending_callback.bytes_per_task", "pts_scheduler_post, default options"},
+      {MEM_CALLBACK, "memory.pending_callback.bytes_per_task", "pts_scheduler_post_task_cb, default options"},
       {MEM_PROMISE, "memory.pending_promise.bytes_per_task", "pts_scheduler_post_task, caller's promise reference dropped"},
-      {MEM_SIGNAL, "memory.pending_signal.bytes_per_task", "pts_scheduler_post with one shared TaskSignal"},
-      {MEM_DELAYED, "memory.pending_delayed.bytes_per_task", "pts_scheduler_post with delay 60 s (timer heap)"},
+      {MEM_SIGNAL, "memory.pending_signal.bytes_per_task", "pts_scheduler_post_task_cb with one shared TaskSignal"},
+      {MEM_DELAYED, "memory.pending_delayed.bytes_per_task", "pts_scheduler_post_task_cb with delay 60 s (timer heap)"},
       {MEM_INBOX, "memory.pending_inbox.bytes_per_task",
        "pts_queue_task_from_any_thread, not yet drained; allocated once the posting thread's node "
        "cache is warm (an unmeasured pass first): each pending task holds a 128-byte block from it"},
@@ -914,7 +914,7 @@ static void lat_bg(void *data, int status) {
   if (atomic_load_explicit(&l->stop, memory_order_relaxed)) return;
   pts_post_options o = PTS_POST_OPTIONS_INIT;
   o.priority = PTS_PRIORITY_BACKGROUND;
-  if (pts_scheduler_post(l->s, lat_bg, l, &o) != 0) l->fail = 1;
+  if (pts_scheduler_post_task_cb(l->s, lat_bg, l, &o) != 0) l->fail = 1;
 }
 
 static void lat_ub(void *data, int status) {
@@ -930,7 +930,7 @@ static void lat_inject(void *data, int status) {
   if (status != 0) return;
   pts_post_options o = PTS_POST_OPTIONS_INIT;
   o.priority = PTS_PRIORITY_USER_BLOCKING;
-  if (pts_scheduler_post(l->s, lat_ub, l, &o) != 0) {
+  if (pts_scheduler_post_task_cb(l->s, lat_ub, l, &o) != 0) {
     l->fail = 1;
     atomic_store_explicit(&l->done, 1, memory_order_release);
   }
@@ -963,7 +963,7 @@ static int lat_run(uint64_t bg_ns, uint64_t gap_ns, double *delays, size_t k) {
   l->s = pts_global_scheduler(pts_loop_default_global(l->loop));
   pts_post_options o = PTS_POST_OPTIONS_INIT;
   o.priority = PTS_PRIORITY_BACKGROUND;
-  for (int i = 0; i < RB_FLOOD; i++) pts_scheduler_post(l->s, lat_bg, l, &o);
+  for (int i = 0; i < RB_FLOOD; i++) pts_scheduler_post_task_cb(l->s, lat_bg, l, &o);
   pthread_t th;
   if (pthread_create(&th, NULL, lat_thread, l) == 0) {
     rb_wait_ready(&l->ready);

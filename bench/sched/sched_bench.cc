@@ -59,12 +59,12 @@ void BM_PostRunCallback(benchmark::State &state) {
   const int burst = static_cast<int>(state.range(0));
   BenchLoop l;
   uint64_t ran = 0;
-  for (int i = 0; i < burst; i++) pts_scheduler_post(l.s, CountTask, &ran, nullptr);
+  for (int i = 0; i < burst; i++) pts_scheduler_post_task_cb(l.s, CountTask, &ran, nullptr);
   l.Drain();
   uint64_t tasks = 0, bytes = 0;
   for (auto _ : state) {
     uint64_t a0 = ThreadAllocated();
-    for (int i = 0; i < burst; i++) pts_scheduler_post(l.s, CountTask, &ran, nullptr);
+    for (int i = 0; i < burst; i++) pts_scheduler_post_task_cb(l.s, CountTask, &ran, nullptr);
     l.Drain();
     bytes += ThreadAllocated() - a0;
     tasks += burst;
@@ -78,10 +78,10 @@ void BM_PostOnlyCallback(benchmark::State &state) {
   const int burst = static_cast<int>(state.range(0));
   BenchLoop l;
   uint64_t ran = 0, tasks = 0;
-  for (int i = 0; i < burst; i++) pts_scheduler_post(l.s, CountTask, &ran, nullptr);
+  for (int i = 0; i < burst; i++) pts_scheduler_post_task_cb(l.s, CountTask, &ran, nullptr);
   l.Drain();
   for (auto _ : state) {
-    for (int i = 0; i < burst; i++) pts_scheduler_post(l.s, CountTask, &ran, nullptr);
+    for (int i = 0; i < burst; i++) pts_scheduler_post_task_cb(l.s, CountTask, &ran, nullptr);
     state.PauseTiming();
     l.Drain();
     state.ResumeTiming();
@@ -129,7 +129,7 @@ void BM_PostRunSignals(benchmark::State &state) {
       if (promise)
         pts_scheduler_post_task(l.s, CountTaskValue, &ran, &opts[k], nullptr);
       else
-        pts_scheduler_post(l.s, CountTask, &ran, &opts[k]);
+        pts_scheduler_post_task_cb(l.s, CountTask, &ran, &opts[k]);
     }
     l.Drain();
   };
@@ -160,13 +160,13 @@ void BM_SetPriorityPending(benchmark::State &state) {
   pts_post_options o = PTS_POST_OPTIONS_INIT;
   o.signal = pts_controller_signal(c);
   uint64_t ran = 0;
-  for (int i = 0; i < n; i++) pts_scheduler_post(l.s, CountTask, &ran, &o);
+  for (int i = 0; i < n; i++) pts_scheduler_post_task_cb(l.s, CountTask, &ran, &o);
   std::vector<pts_controller *> others(100);
   for (auto &oc : others) {
     pts_task_controller_new(l.loop, PTS_PRIORITY_BACKGROUND + (int)(&oc - others.data()) % 3, &oc);
     pts_post_options oo = PTS_POST_OPTIONS_INIT;
     oo.signal = pts_controller_signal(oc);
-    pts_scheduler_post(l.s, CountTask, &ran, &oo);
+    pts_scheduler_post_task_cb(l.s, CountTask, &ran, &oo);
   }
   int p = PTS_PRIORITY_BACKGROUND;
   for (auto _ : state) {
@@ -189,7 +189,7 @@ void BM_AbortPending(benchmark::State &state) {
     pts_abort_controller_new(l.loop, &c);
     pts_post_options o = PTS_POST_OPTIONS_INIT;
     o.signal = pts_controller_signal(c);
-    for (int i = 0; i < n; i++) pts_scheduler_post(l.s, CountTask, &ran, &o);
+    for (int i = 0; i < n; i++) pts_scheduler_post_task_cb(l.s, CountTask, &ran, &o);
     state.ResumeTiming();
     pts_controller_abort(c, nullptr);
     state.PauseTiming();
@@ -217,7 +217,7 @@ void BM_YieldRoundTrip(benchmark::State &state) {
   for (auto _ : state) {
     YieldLoop y{l.s, kBurst};
     uint64_t a0 = ThreadAllocated();
-    pts_scheduler_post(l.s, YieldStep, &y, nullptr);
+    pts_scheduler_post_task_cb(l.s, YieldStep, &y, nullptr);
     l.Drain();
     bytes += ThreadAllocated() - a0;
     rounds += kBurst;
@@ -245,14 +245,14 @@ void BM_MemoryPerPendingTask(benchmark::State &state) {
     o.signal = pts_controller_signal(c);
     uint64_t ran = 0;
     // Warm the heaps and queues with one task.
-    pts_scheduler_post(s, CountTask, &ran, kind == 1 ? &o : nullptr);
+    pts_scheduler_post_task_cb(s, CountTask, &ran, kind == 1 ? &o : nullptr);
     uint64_t before = TotalAllocatedBytes();
     state.ResumeTiming();
     for (int i = 0; i < n; i++) {
       if (kind == 2)
         pts_scheduler_post_task(s, CountTaskValue, &ran, nullptr, nullptr);
       else
-        pts_scheduler_post(s, CountTask, &ran, kind == 1 ? &o : nullptr);
+        pts_scheduler_post_task_cb(s, CountTask, &ran, kind == 1 ? &o : nullptr);
     }
     state.PauseTiming();
     per_task = static_cast<double>(TotalAllocatedBytes() - before) / n;

@@ -79,7 +79,7 @@ PTS_EXTERN const char *pts_policy_name(int policy);
 typedef struct pts_agent_limits {
   /** Pending scheduler tasks of the agent's loop: postTask tasks, delayed
    * ones included, yield continuations, and the task running now. A post
-   * that would pass it (pts_scheduler_post*, pts_scheduler_yield*) fails on
+   * that would pass it (pts_scheduler_post_task_cb*, pts_scheduler_yield*) fails on
    * the agent's thread with PTS_EQUOTA; a cross-thread post that reaches
    * it when applied is settled instead: its done gets PTS_EQUOTA (the
    * callback of pts_agent_post_task_req gets status PTS_EQUOTA), it never

@@ -100,6 +100,14 @@ PTS_EXTERN int pts_scheduler_post_task(pts_scheduler *s,
  * @retval PTS_ETYPE unknown priority, delay out of range.
  * @retval PTS_EQUOTA an agent's loop at its task limit
  * (pts_agent_limits.tasks) or byte limit (pts_agent_limits.bytes). */
+PTS_EXTERN int pts_scheduler_post_task_cb(pts_scheduler *s, pts_task_fn fn, void *data,
+                                             const pts_post_options *opts);
+
+/** The 5.0 name of pts_scheduler_post_task_cb() (the same function), kept
+ * for programs written or built against it; it goes in 6.0. The names
+ * follow one rule since 5.1: the spec's verb names the promise form
+ * (pts_scheduler_post_task, pts_scheduler_yield) and `_cb` its callback form.
+ * @retval 0 and every code as pts_scheduler_post_task_cb(). */
 PTS_EXTERN int pts_scheduler_post(pts_scheduler *s, pts_task_fn fn, void *data,
                                   const pts_post_options *opts);
 

@@ -406,7 +406,7 @@ static bool queue_slot(napi_env env, env_st *st, int32_t slot, queue_fn queue,
 
 static int queue_post(env_st *st, void *data, const void *opts) {
   const pts_post_options *o = opts;
-  if (!o->signal) return pts_scheduler_post(st->sched, task_fn, data, opts);
+  if (!o->signal) return pts_scheduler_post_task_cb(st->sched, task_fn, data, opts);
   /* With an abort source: the promise form, whose result stays abortable
    * until the task completes (task_cb). */
   size_t slot = (size_t)DATA_SLOT(data);

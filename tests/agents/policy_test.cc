@@ -126,7 +126,7 @@ struct Spinner {
     s->runs.fetch_add(1);
     if (s->stop.load()) return;
     pts_scheduler *sch = pts_global_scheduler(pts_loop_default_global(pts_agent_loop(s->a)));
-    EXPECT_EQ(0, pts_scheduler_post(sch, run, s, nullptr));
+    EXPECT_EQ(0, pts_scheduler_post_task_cb(sch, run, s, nullptr));
   }
   void start() { EXPECT_EQ(0, pts_agent_queue_task(a, PTS_SOURCE_GENERIC, run, this)); }
   void finish() {
@@ -349,7 +349,7 @@ struct Chain {
       pts_scheduler *sch = pts_global_scheduler(pts_loop_default_global(pts_agent_loop(ch->a)));
       pts_post_options o = PTS_POST_OPTIONS_INIT;
       o.priority = ch->priority;
-      EXPECT_EQ(0, pts_scheduler_post(sch, run, ch, &o));
+      EXPECT_EQ(0, pts_scheduler_post_task_cb(sch, run, ch, &o));
     }
   }
   void start(int n) {

@@ -67,7 +67,7 @@ void chain(void *d, int status) {
   if (status != 0) return;
   pts__vthread_charge(10000);
   c->done++;
-  pts_scheduler_post(c->s, chain, c, nullptr);
+  pts_scheduler_post_task_cb(c->s, chain, c, nullptr);
 }
 
 // A quantized virtual thread with two agents (placement order 0, 1) and
@@ -121,7 +121,7 @@ void mixed(void *d, int status) {
   bool is_long = ++m->done % m->every == 0;
   if (is_long) m->long_start.push_back(pts__vthread_clock());
   pts__vthread_charge(is_long ? 100000 : 10000);
-  pts_scheduler_post(m->s, mixed, m, nullptr);
+  pts_scheduler_post_task_cb(m->s, mixed, m, nullptr);
 }
 struct TwoBusy : TwoAgents {
   Mixed m;
@@ -173,7 +173,7 @@ void burst_task(void *d, int status) {
 }
 uint64_t burst_events(void *ctx, uint64_t now) {
   auto *b = static_cast<Burst *>(ctx);
-  for (int i = 0; i < 8; i++, b->posted++) pts_scheduler_post(b->s, burst_task, b, nullptr);
+  for (int i = 0; i < 8; i++, b->posted++) pts_scheduler_post_task_cb(b->s, burst_task, b, nullptr);
   return now + 4000000;
 }
 TEST(Quantized, AnEarlyOutlierDoesNotPinTheGuard) {
@@ -199,7 +199,7 @@ TEST(Quantized, AnOwnersConsecutiveSlotsRunTogether) {
       if (status != 0) return;
       pts__vthread_charge(30000);
       c->done++;
-      pts_scheduler_post(c->s, task, c, nullptr);
+      pts_scheduler_post_task_cb(c->s, task, c, nullptr);
     }
   };
   Chain c{v.s[0], 0};
@@ -248,7 +248,7 @@ uint64_t victim_events(void *ctx, uint64_t now) {
   auto *v = static_cast<Victim *>(ctx);
   if (now > 0) {
     v->post_t.push_back(now);
-    pts_scheduler_post(v->s, victim_task, v, nullptr);
+    pts_scheduler_post_task_cb(v->s, victim_task, v, nullptr);
   }
   return now + 1337000;  // 1.337 ms: every offset within a slot, over time
 }
@@ -257,7 +257,7 @@ void busy(void *d, int status) {
   if (status != 0) return;
   pts__vthread_charge(5000);
   c->done++;
-  pts_scheduler_post(c->s, busy, c, nullptr);
+  pts_scheduler_post_task_cb(c->s, busy, c, nullptr);
 }
 
 TEST(Quantized, VirtualVictimStartsInItsSlotWithinOneFrame) {
@@ -430,7 +430,7 @@ void local_step(void *d, int status) {
   if (c->record != nullptr) c->record->push_back(mono());
   spin(5000);
   pts_post_options o = PTS_POST_OPTIONS_INIT;
-  (void)pts_scheduler_post(c->s, local_step, c, &o);
+  (void)pts_scheduler_post_task_cb(c->s, local_step, c, &o);
 }
 pts_value local_kick(void *d, int status) {
   auto *c = static_cast<LocalChain *>(d);

@@ -54,11 +54,11 @@ TEST_F(QuotaTest, TaskLimitIsExactForPostsDelayedPostsAndYields) {
     pts_scheduler *s = SchedOf(a);
     pts_post_options delayed = PTS_POST_OPTIONS_INIT;
     delayed.delay_ms = 1;
-    for (int i = 0; i < 4; i++) EXPECT_EQ(0, pts_scheduler_post(s, Count, &ran, nullptr));
-    for (int i = 0; i < 3; i++) EXPECT_EQ(0, pts_scheduler_post(s, Count, &ran, &delayed));
+    for (int i = 0; i < 4; i++) EXPECT_EQ(0, pts_scheduler_post_task_cb(s, Count, &ran, nullptr));
+    for (int i = 0; i < 3; i++) EXPECT_EQ(0, pts_scheduler_post_task_cb(s, Count, &ran, &delayed));
     EXPECT_EQ(0, pts_scheduler_yield_cb(s, nullptr, Count, &ran)); /* the 8th */
-    codes[0] = pts_scheduler_post(s, Count, &ran, nullptr);
-    codes[1] = pts_scheduler_post(s, Count, &ran, &delayed);
+    codes[0] = pts_scheduler_post_task_cb(s, Count, &ran, nullptr);
+    codes[1] = pts_scheduler_post_task_cb(s, Count, &ran, &delayed);
     codes[2] = pts_scheduler_yield_cb(s, nullptr, Count, &ran);
     pts_promise *p = nullptr;
     codes[3] = pts_scheduler_post_task(s, [](void *, int) { return pts_undefined(); }, nullptr,
@@ -74,8 +74,8 @@ TEST_F(QuotaTest, TaskLimitIsExactForPostsDelayedPostsAndYields) {
   EXPECT_EQ(0u, st.tasks_pending);
   // The room is back once they ran.
   on_agent_thread(a, [&] {
-    for (int i = 0; i < 8; i++) EXPECT_EQ(0, pts_scheduler_post(SchedOf(a), Count, &ran, nullptr));
-    EXPECT_EQ(PTS_EQUOTA, pts_scheduler_post(SchedOf(a), Count, &ran, nullptr));
+    for (int i = 0; i < 8; i++) EXPECT_EQ(0, pts_scheduler_post_task_cb(SchedOf(a), Count, &ran, nullptr));
+    EXPECT_EQ(PTS_EQUOTA, pts_scheduler_post_task_cb(SchedOf(a), Count, &ran, nullptr));
   });
   EXPECT_EQ(0, pts_agent_drain(a));
   EXPECT_EQ(16, ran.load());
@@ -88,7 +88,7 @@ TEST_F(QuotaTest, TasksPendingIsVisibleInTheStatistics) {
   on_agent_thread(a, [&] {
     pts_post_options later = PTS_POST_OPTIONS_INIT;
     later.delay_ms = 60000; /* still pending when we look */
-    for (int i = 0; i < 5; i++) EXPECT_EQ(0, pts_scheduler_post(SchedOf(a), Count, &ran, &later));
+    for (int i = 0; i < 5; i++) EXPECT_EQ(0, pts_scheduler_post_task_cb(SchedOf(a), Count, &ran, &later));
   });
   EXPECT_EQ(5u, StatsOf(a).tasks_pending);
   EXPECT_GT(StatsOf(a).bytes_held, 0u);
@@ -108,7 +108,7 @@ TEST_F(QuotaTest, PoolDefaultAppliesAndLimitNoneLiftsIt) {
   for (int k = 0; k < 3; k++) {
     on_agent_thread(agents[k], [&] {
       for (int i = 0; i < 100; i++)
-        if (pts_scheduler_post(SchedOf(agents[k]), Count, &ran, nullptr) == 0) admitted[k]++;
+        if (pts_scheduler_post_task_cb(SchedOf(agents[k]), Count, &ran, nullptr) == 0) admitted[k]++;
     });
   }
   EXPECT_EQ(4, admitted[0]);
@@ -144,7 +144,7 @@ TEST_F(QuotaTest, ByteLimitRefusesTheAllocationThatWouldPassIt) {
     if (pts_task_controller_new(loop, PTS_PRIORITY_USER_VISIBLE, &c) == 0) {
       pts_post_options po = PTS_POST_OPTIONS_INIT;
       po.signal = pts_controller_signal(c);
-      EXPECT_EQ(PTS_EQUOTA, pts_scheduler_post(SchedOf(a), Count, &never, &po));
+      EXPECT_EQ(PTS_EQUOTA, pts_scheduler_post_task_cb(SchedOf(a), Count, &never, &po));
       pts_controller_unref(c);
     }
     for (pts_promise *p : held) pts_promise_unref(p);
@@ -169,7 +169,7 @@ TEST_F(QuotaTest, ByteLimitRefusesTheAllocationThatWouldPassIt) {
   // The neighbour is untouched.
   std::atomic<int> ran{0};
   on_agent_thread(neighbour, [&] {
-    for (int i = 0; i < 5000; i++) ASSERT_EQ(0, pts_scheduler_post(SchedOf(neighbour), Count, &ran, nullptr));
+    for (int i = 0; i < 5000; i++) ASSERT_EQ(0, pts_scheduler_post_task_cb(SchedOf(neighbour), Count, &ran, nullptr));
   });
   EXPECT_EQ(5000, ran.load());
   EXPECT_EQ(0u, StatsOf(neighbour).refused);
@@ -324,7 +324,7 @@ TEST_F(QuotaTest, CrossThreadPostsAtTheTaskLimitSettleWithEQuota) {
   on_agent_thread(a, [&] {
     // Two queued tasks fill the limit (and keep the posts below from
     // running in place: something else is runnable).
-    for (int i = 0; i < 2; i++) ASSERT_EQ(0, pts_scheduler_post(SchedOf(a), Count, &ran, nullptr));
+    for (int i = 0; i < 2; i++) ASSERT_EQ(0, pts_scheduler_post_task_cb(SchedOf(a), Count, &ran, nullptr));
     ASSERT_EQ(0, pts_agent_post_task(a, nullptr, CountTask, &ran, result_fn, &res, nullptr));
     ASSERT_EQ(0, pts_agent_post_task_req(a, PTS_PRIORITY_USER_BLOCKING, &req, [](void *d, int status) {
       static_cast<std::atomic<int> *>(d)->store(status);

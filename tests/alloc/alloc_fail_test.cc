@@ -135,7 +135,7 @@ RunResult RunOnce(const Scenario &f, uint64_t k) {
     // Still usable: one more task runs.
     Op last;
     e.s = pts_global_scheduler(e.g);
-    EXPECT_EQ(0, pts_scheduler_post(e.s, OpFn, &last, nullptr));
+    EXPECT_EQ(0, pts_scheduler_post_task_cb(e.s, OpFn, &last, nullptr));
     EXPECT_LE(0, pts_loop_run(e.loop, PTS_RUN_UNTIL_IDLE));
     EXPECT_EQ(1, last.calls.load());
     EXPECT_EQ(0, last.status.load());
@@ -206,7 +206,7 @@ void PostRunAbort(Env &e) {
     Op *d = e.NewOp();
     pts_post_options plain = PTS_POST_OPTIONS_INIT;
     plain.priority = i;
-    e.Ok(pts_scheduler_post(e.s, OpFn, d, i == 1 ? &po : &plain), d);
+    e.Ok(pts_scheduler_post_task_cb(e.s, OpFn, d, i == 1 ? &po : &plain), d);
   }
   e.Ok(pts_controller_set_priority(c, PTS_PRIORITY_USER_BLOCKING));
   EXPECT_LE(0, pts_loop_run(e.loop, PTS_RUN_UNTIL_IDLE));
@@ -255,12 +255,12 @@ void AnyAndYield(Env &e) {
     pts_post_options po = PTS_POST_OPTIONS_INIT;
     po.signal = sig;
     Op *op = e.NewOp();
-    e.Ok(pts_scheduler_post(e.s, OpFn, op, &po), op);
+    e.Ok(pts_scheduler_post_task_cb(e.s, OpFn, op, &po), op);
   }
   {
     pts_post_options po = PTS_POST_OPTIONS_INIT;
     po.signal = tany;
-    e.Ok(pts_scheduler_post(e.s, yielder, &ctx, &po));
+    e.Ok(pts_scheduler_post_task_cb(e.s, yielder, &ctx, &po));
   }
   e.Ok(pts_controller_set_priority(a, PTS_PRIORITY_BACKGROUND));
   EXPECT_LE(0, pts_loop_run(e.loop, PTS_RUN_UNTIL_IDLE));
@@ -292,7 +292,7 @@ void TimersAndIdle(Env &e) {
     po.delay_ms = 4;
     Op *op = e.NewOp();
     op->want_status = PTS_EABORT;  // the timeout (2 ms) aborts it before its delay (4 ms)
-    e.Ok(pts_scheduler_post(e.s, OpFn, op, &po), op);
+    e.Ok(pts_scheduler_post_task_cb(e.s, OpFn, op, &po), op);
     pts_signal_unref(t);
   }
   pts_post_options po = PTS_POST_OPTIONS_INIT;
@@ -356,7 +356,7 @@ void PromisesAndSources(Env &e) {
     Op *op2 = e.NewOp();
     pts_scheduler *s2 = pts_global_scheduler(g2);  // NULL when out of memory
     if (s2 != nullptr)
-      e.Ok(pts_scheduler_post(s2, OpFn, op2, nullptr), op2);
+      e.Ok(pts_scheduler_post_task_cb(s2, OpFn, op2, nullptr), op2);
     else
       e.enomem++;
     EXPECT_EQ(0, pts_global_detach(g2));

@@ -340,7 +340,7 @@ TEST_F(Catalogue, SchedulingStateFunctionsOnNull) {
   // A real state (captured inside a scheduler task), entered on a NULL loop:
   // nothing changes, the reference stays the caller's.
   Captured cap{loop};
-  ASSERT_EQ(0, pts_scheduler_post(s, [](void *d, int st) {
+  ASSERT_EQ(0, pts_scheduler_post_task_cb(s, [](void *d, int st) {
     if (st) return;
     auto *c = static_cast<Captured *>(d);
     c->st = pts_loop_capture_state(c->loop);
@@ -385,7 +385,7 @@ TEST_F(Catalogue, WorkOnADetachedGlobal) {
   pts_promise *p = nullptr;
   EXPECT_EQ(PTS_ECLOSED, pts_scheduler_post_task(s2, CountCb, &c, nullptr, &p));
   EXPECT_EQ(nullptr, p);
-  EXPECT_EQ(PTS_ECLOSED, pts_scheduler_post(s2, CountFn, &c, nullptr));
+  EXPECT_EQ(PTS_ECLOSED, pts_scheduler_post_task_cb(s2, CountFn, &c, nullptr));
   EXPECT_EQ(PTS_ENOTSUPPORTED, pts_scheduler_yield(s2, nullptr, &p));
   EXPECT_EQ(PTS_ENOTSUPPORTED, pts_scheduler_yield_cb(s2, nullptr, CountFn, &c));
   // From another thread: accepted, then released with PTS_ECANCELED.
@@ -441,7 +441,7 @@ TEST_F(Catalogue, ForeignThreadCallsAreRefused) {
     q = pts_queue_task(g, PTS_SOURCE_GENERIC, CountFn, &c);
     m = pts_queue_microtask(loop, CountFn, &c);
     t = pts_timer_start(g, 1, CountFn, &c, nullptr);
-    post = pts_scheduler_post(s, CountFn, &c, nullptr);
+    post = pts_scheduler_post_task_cb(s, CountFn, &c, nullptr);
     ab = pts_controller_abort(ctl, nullptr);
   }).join();
 #ifndef NDEBUG
@@ -707,17 +707,17 @@ TEST_F(Catalogue, PostTaskBadOptions) {
   pts_post_options o = PTS_POST_OPTIONS_INIT;
   EXPECT_EQ(PTS_EINVAL, pts_scheduler_post_task(nullptr, CountCb, &c, &o, &p));
   EXPECT_EQ(PTS_EINVAL, pts_scheduler_post_task(s, nullptr, &c, &o, &p));
-  EXPECT_EQ(PTS_EINVAL, pts_scheduler_post(s, nullptr, &c, &o));
+  EXPECT_EQ(PTS_EINVAL, pts_scheduler_post_task_cb(s, nullptr, &c, &o));
   for (int prio : {3, -3, 100, PTS_PRIORITY_INHERIT}) {
     o.priority = prio;
     EXPECT_EQ(PTS_ETYPE, pts_scheduler_post_task(s, CountCb, &c, &o, &p)) << prio;
-    EXPECT_EQ(PTS_ETYPE, pts_scheduler_post(s, CountFn, &c, &o)) << prio;
+    EXPECT_EQ(PTS_ETYPE, pts_scheduler_post_task_cb(s, CountFn, &c, &o)) << prio;
   }
   o.priority = PTS_PRIORITY_UNSET;
   for (int64_t d : {int64_t(-1), INT64_MIN, (int64_t(1) << 53), INT64_MAX}) {
     o.delay_ms = d;
     EXPECT_EQ(PTS_ETYPE, pts_scheduler_post_task(s, CountCb, &c, &o, &p)) << d;
-    EXPECT_EQ(PTS_ETYPE, pts_scheduler_post(s, CountFn, &c, &o)) << d;
+    EXPECT_EQ(PTS_ETYPE, pts_scheduler_post_task_cb(s, CountFn, &c, &o)) << d;
   }
   EXPECT_EQ(nullptr, p);
   EXPECT_EQ(0, pts_loop_run(loop, PTS_RUN_UNTIL_IDLE));
@@ -746,7 +746,7 @@ TEST_F(Catalogue, PostTaskWithAForeignOrAbortedSignal) {
   pts_post_options o = PTS_POST_OPTIONS_INIT;
   o.signal = pts_controller_signal(oc);
   EXPECT_EQ(PTS_EFOREIGN, pts_scheduler_post_task(s, CountCb, &c, &o, &p));
-  EXPECT_EQ(PTS_EFOREIGN, pts_scheduler_post(s, CountFn, &c, &o));
+  EXPECT_EQ(PTS_EFOREIGN, pts_scheduler_post_task_cb(s, CountFn, &c, &o));
   pts_yield_options yo = PTS_YIELD_OPTIONS_INIT;
   yo.signal = pts_controller_signal(oc);
   EXPECT_EQ(PTS_EFOREIGN, pts_scheduler_yield(s, &yo, &p));
@@ -767,7 +767,7 @@ TEST_F(Catalogue, PostTaskWithAForeignOrAbortedSignal) {
   EXPECT_EQ(42, pts_promise_get_result(p).u.i);
   pts_promise_unref(p);
   Count d;
-  EXPECT_EQ(PTS_EABORT, pts_scheduler_post(s, CountFn, &d, &o));
+  EXPECT_EQ(PTS_EABORT, pts_scheduler_post_task_cb(s, CountFn, &d, &o));
   EXPECT_EQ(0, d.calls);
   pts_signal_unref(ab);
 }
@@ -799,13 +799,13 @@ TEST_F(Catalogue, DetachTheGlobalFromInsideItsOwnTask) {
   pts_global *g2;
   ASSERT_EQ(0, pts_global_new(loop, &g2));
   DetachSelf d{g2, pts_global_scheduler(g2), 1, Count()};
-  ASSERT_EQ(0, pts_scheduler_post(d.s, [](void *data, int st) {
+  ASSERT_EQ(0, pts_scheduler_post_task_cb(d.s, [](void *data, int st) {
     if (st) return;
     auto *d = static_cast<DetachSelf *>(data);
     EXPECT_EQ(0, pts_global_detach(d->g));
-    d->after = pts_scheduler_post(d->s, CountFn, &d->sibling, nullptr);
+    d->after = pts_scheduler_post_task_cb(d->s, CountFn, &d->sibling, nullptr);
   }, &d, nullptr));
-  ASSERT_EQ(0, pts_scheduler_post(d.s, CountFn, &d.sibling, nullptr));
+  ASSERT_EQ(0, pts_scheduler_post_task_cb(d.s, CountFn, &d.sibling, nullptr));
   EXPECT_EQ(1, pts_loop_run(loop, PTS_RUN_UNTIL_IDLE));
   EXPECT_EQ(PTS_ECLOSED, d.after);
   EXPECT_EQ(1, d.sibling.calls);

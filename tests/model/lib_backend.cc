@@ -281,7 +281,7 @@ int LibBackend::post_direct(int g, int prio, int sig, int64_t delay_ms,
                             const StatusFn &fn) {
   pts_post_options o = post_options(prio, sig, delay_ms);
   auto *f = new StatusFn(fn);
-  int rc = pts_scheduler_post(pts_global_scheduler(globals_.at(g)),
+  int rc = pts_scheduler_post_task_cb(pts_global_scheduler(globals_.at(g)),
                               StatusTrampoline, f, &o);
   if (rc) delete f;
   return rc;

@@ -39,7 +39,7 @@ enum Op {
   kMicrotask,   // queueMicrotask(body)
   kChain,       // issue 18's shape: d resolved, d.then(a), a: d.then(b), ...
   kInfo,        // trace a signal's state
-  kPostCb,      // pts_scheduler_post: the direct-callback form of postTask
+  kPostCb,      // pts_scheduler_post_task_cb: the direct-callback form of postTask
   kYieldCb,     // pts_scheduler_yield_cb: the direct-callback form of yield
   kSetActive,   // top level only
   kNewGlobal,   // top level only

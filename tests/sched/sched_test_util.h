@@ -192,7 +192,7 @@ class SchedTest : public ::testing::Test {
   // Direct-callback form.
   int PostCb(StatusFn f, const pts_post_options *o, pts_scheduler *on = nullptr) {
     auto *fn = new StatusFn(std::move(f));
-    int r = pts_scheduler_post(on ? on : s, CallStatus, fn, o);
+    int r = pts_scheduler_post_task_cb(on ? on : s, CallStatus, fn, o);
     if (r != 0) delete fn;
     return r;
   }

@@ -46,6 +46,23 @@ TEST_F(Scheduler, CallbackFormFastPathIsFifo) {
   ExpectNoLiveTasks();
 }
 
+// 5.1's naming rule (scheduler.h): the callback form of postTask is
+// pts_scheduler_post_task_cb; its 5.0 name is the same function, so a
+// program built against 5.0 runs unchanged.
+void mark_int(void *d, int status) {
+  if (status == 0) ++*static_cast<int *>(d);
+}
+
+TEST_F(Scheduler, TheFiveZeroNameOfTheCallbackFormIsTheSameFunction) {
+  EXPECT_EQ(reinterpret_cast<void *>(&pts_scheduler_post),
+            reinterpret_cast<void *>(&pts_scheduler_post_task_cb));
+  int ran = 0;
+  ASSERT_EQ(0, pts_scheduler_post(s, mark_int, &ran, nullptr));
+  Run();
+  EXPECT_EQ(1, ran);
+  ExpectNoLiveTasks();
+}
+
 // The loop runs scheduler tasks back to back while they are its only work
 // (docs/loop.md): a stop requested by one of them still ends the run after
 // that task, and a task queued by one of them on an ordinary source still
@@ -206,8 +223,8 @@ TEST(SchedulerIdle, YieldInheritsBackgroundWhenSchedulerIsMadeInsideIdleCallback
                   auto cont = [](void *dd, int status) {
                     if (status == 0) static_cast<Ctx *>(dd)->ids += "cont,";
                   };
-                  EXPECT_EQ(pts_scheduler_post(s, push, c, &bg), 0);
-                  EXPECT_EQ(pts_scheduler_post(s, push, c, &uv), 0);
+                  EXPECT_EQ(pts_scheduler_post_task_cb(s, push, c, &bg), 0);
+                  EXPECT_EQ(pts_scheduler_post_task_cb(s, push, c, &uv), 0);
                   // Inherits background: a background continuation runs after
                   // the user-visible task and before the background task.
                   EXPECT_EQ(pts_scheduler_yield_cb(s, nullptr, cont, c), 0);
@@ -577,7 +594,7 @@ TEST_F(Scheduler, SchedulerOfADetachedGlobal) {
   ASSERT_EQ(pts_global_detach(g2), 0);
   pts_scheduler *s2 = pts_global_scheduler(g2);
   ASSERT_NE(s2, nullptr);
-  EXPECT_EQ(pts_scheduler_post(s2, [](void *, int) {}, nullptr, nullptr), PTS_ECLOSED);
+  EXPECT_EQ(pts_scheduler_post_task_cb(s2, [](void *, int) {}, nullptr, nullptr), PTS_ECLOSED);
   pts_promise *p = nullptr;
   EXPECT_EQ(pts_scheduler_yield(s2, nullptr, &p), PTS_ENOTSUPPORTED);
   EXPECT_EQ(p, nullptr);
@@ -939,8 +956,8 @@ TEST_F(Scheduler, BadInputIsRejectedWithoutSideEffects) {
   };
   pts_promise *p = nullptr;
   EXPECT_EQ(pts_global_scheduler(nullptr), nullptr);
-  EXPECT_EQ(pts_scheduler_post(nullptr, cb, &called, nullptr), PTS_EINVAL);
-  EXPECT_EQ(pts_scheduler_post(s, nullptr, &called, nullptr), PTS_EINVAL);
+  EXPECT_EQ(pts_scheduler_post_task_cb(nullptr, cb, &called, nullptr), PTS_EINVAL);
+  EXPECT_EQ(pts_scheduler_post_task_cb(s, nullptr, &called, nullptr), PTS_EINVAL);
   EXPECT_EQ(pts_scheduler_post_task(nullptr, pcb, &called, nullptr, &p), PTS_EINVAL);
   EXPECT_EQ(pts_scheduler_post_task(s, nullptr, &called, nullptr, &p), PTS_EINVAL);
   EXPECT_EQ(pts_scheduler_yield(nullptr, nullptr, &p), PTS_EINVAL);
@@ -948,7 +965,7 @@ TEST_F(Scheduler, BadInputIsRejectedWithoutSideEffects) {
   EXPECT_EQ(pts_scheduler_yield_cb(nullptr, nullptr, cb, &called), PTS_EINVAL);
   for (int bad : {3, 7, -5, PTS_PRIORITY_INHERIT}) {
     pts_post_options o = Prio(bad);
-    EXPECT_EQ(pts_scheduler_post(s, cb, &called, &o), PTS_ETYPE) << bad;
+    EXPECT_EQ(pts_scheduler_post_task_cb(s, cb, &called, &o), PTS_ETYPE) << bad;
     EXPECT_EQ(pts_scheduler_post_task(s, pcb, &called, &o, &p), PTS_ETYPE) << bad;
   }
   for (int bad : {3, -7}) {
@@ -959,7 +976,7 @@ TEST_F(Scheduler, BadInputIsRejectedWithoutSideEffects) {
   for (int64_t bad : {int64_t(-1), int64_t(9007199254740992LL), INT64_MAX, INT64_MIN}) {
     pts_post_options o = NoOpts();
     o.delay_ms = bad;
-    EXPECT_EQ(pts_scheduler_post(s, cb, &called, &o), PTS_ETYPE);
+    EXPECT_EQ(pts_scheduler_post_task_cb(s, cb, &called, &o), PTS_ETYPE);
     EXPECT_EQ(pts_scheduler_post_task(s, pcb, &called, &o, &p), PTS_ETYPE);
   }
   // A signal of another loop.
@@ -968,7 +985,7 @@ TEST_F(Scheduler, BadInputIsRejectedWithoutSideEffects) {
   pts_controller *oc;
   ASSERT_EQ(pts_task_controller_new(other, PTS_PRIORITY_USER_VISIBLE, &oc), 0);
   pts_post_options o = Sig(pts_controller_signal(oc));
-  EXPECT_EQ(pts_scheduler_post(s, cb, &called, &o), PTS_EFOREIGN);
+  EXPECT_EQ(pts_scheduler_post_task_cb(s, cb, &called, &o), PTS_EFOREIGN);
   EXPECT_EQ(pts_scheduler_post_task(s, pcb, &called, &o, &p), PTS_EFOREIGN);
   pts_yield_options y = YSig(pts_controller_signal(oc));
   EXPECT_EQ(pts_scheduler_yield(s, &y, &p), PTS_EFOREIGN);
@@ -986,7 +1003,7 @@ TEST_F(Scheduler, ForeignThreadIsRefused) {
   int rc_post = 0, rc_yield = 0;
   bool called = false;
   std::thread t([&] {
-    rc_post = pts_scheduler_post(s, [](void *d, int) { *static_cast<bool *>(d) = true; },
+    rc_post = pts_scheduler_post_task_cb(s, [](void *d, int) { *static_cast<bool *>(d) = true; },
                                  &called, nullptr);
     rc_yield = pts_scheduler_yield_cb(s, nullptr, [](void *d, int) { *static_cast<bool *>(d) = true; },
                                       &called);
