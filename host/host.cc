@@ -567,6 +567,15 @@ JSContext *thread_cx() {
   JS_SetGCParameter(cx, JSGC_MAX_BYTES, 0xffffffff);
   // Pool threads have the default 8 MiB stack; stay well inside it.
   JS_SetNativeStackQuota(cx, 1024 * 1024);
+  // The nursery at 8 MiB from the start (16 MiB at most, the default
+  // maximum) instead of SpiderMonkey's 256 KiB that grows with use: a burst
+  // of pending tasks (host/bench/tasks.js posts 3,000 before the first one
+  // runs) then dies young instead of being tenured by the minor GCs of a
+  // small nursery. That burst went from 14,100 to 12,400 instructions a task
+  // (callgrind, off-thread compilation off so that counts repeat; docs/
+  // host.md). One nursery per thread: a thread's tenants share it.
+  JS_SetGCParameter(cx, JSGC_MAX_NURSERY_BYTES, 16 * 1024 * 1024);
+  JS_SetGCParameter(cx, JSGC_MIN_NURSERY_BYTES, 8 * 1024 * 1024);
   // No allocation and resolution stacks on promises (SpiderMonkey's
   // default captures both for every promise: about 3,400 instructions of
   // the 20,000 a postTask cost, host/bench/tasks.js under callgrind), only
