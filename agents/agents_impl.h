@@ -184,7 +184,7 @@ struct pts_agent {
   struct pts_agent *mv_next; /* the next member of a group in flight */
   int req_target;       /* a pts_agent_move request applied, or -1 */
   uint64_t bal_cpu0;    /* balancer: st_cpu_ns at the window's start */
-  pts_remote_controller *rcs; /* registered remote controllers */
+  pts__list rcs;        /* registered remote controllers (link), LIFO */
   pts__drain_wait *drainers;
 
   /* Statistics: written by the owner only (relaxed), read by anyone. */
@@ -558,7 +558,7 @@ struct pts_remote_controller {
   /* Agent's thread only. */
   pts_controller *ctrl; /* the owner-side reference while registered */
   bool registered, owner_done;
-  pts_remote_controller *next, *prev; /* the agent's registered list */
+  pts__list link;       /* on the agent's rcs while registered */
   pts__command create_cmd, release_cmd;
 };
 

@@ -438,6 +438,7 @@ int pts_agent_new(pts_pool *pool, const pts_agent_options *opts, pts_agent **out
   pts_agent *a;
   if ((a = pts__aligned_alloc(64, sizeof *a)) == NULL) return PTS_ENOMEM;
   memset(a, 0, sizeof *a);
+  pts__list_init(&a->rcs);
   atomic_init(&a->closed, false);
   atomic_init(&a->wakers, 0);
   atomic_init(&a->signaled, false);
