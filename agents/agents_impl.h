@@ -147,7 +147,7 @@ struct pts_agent {
   uint64_t id;
   char *origin;
   pts__origin *oe; /* under the pool's mutex */
-  struct pts_agent *reg_next, *reg_prev; /* the pool's registry, under its mutex */
+  pts__list reg_link; /* on the pool's registry, under its mutex */
   /* The loop: set at creation, cleared by the worker once freed. Other threads
    * read it only while they hold an admission. */
   pts_loop *loop;
@@ -326,7 +326,7 @@ struct pts_pool {
   bool shut;            /* under mu */
   uint32_t nagents;     /* registered agents, under mu */
   uint64_t next_id;     /* under mu */
-  pts_agent *registry;  /* under mu */
+  pts__list registry;   /* every agent placed (reg_link), LIFO; under mu */
   pts__origin *origins; /* under mu */
   /* The watchdog thread (watchdog.c, "Runaway tasks"), if opts.watchdog_ns. */
   pthread_t wd_tid;
