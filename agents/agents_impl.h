@@ -174,8 +174,7 @@ struct pts_agent {
   uint64_t ready_since;
   uint64_t vruntime;
   uint64_t tickets;   /* randomized: weight when ready, else 0 */
-  struct pts_agent *rr_next, *rr_prev;
-  bool in_rr;
+  pts__list rr_link; /* on its worker's rr while ready (round-robin) */
   struct pts_agent *due_next;
   struct pts_agent *wd_next; /* the watchdog's list of wake-ups to give back */
   uint64_t applied; /* commands of this layer applied (or released) */
@@ -252,7 +251,7 @@ struct pts__worker {
   uint64_t quantum_ns; /* the pool's (pts_pool_options.quantum_ns) */
   pts__warrays *arr;
   uint32_t nagents, hlen, tlen;
-  pts_agent *rr_head, *rr_tail;
+  pts__list rr;      /* round-robin: ready agents (rr_link), in turn order */
   uint64_t seq;      /* ready-since sequence (strict, fair ties) */
   uint64_t min_vr;   /* fair: floor for a newly ready agent */
   uint64_t total;    /* randomized: sum of tickets */
