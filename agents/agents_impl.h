@@ -147,7 +147,7 @@ struct pts_agent {
   uint64_t id;
   char *origin;
   pts__origin *oe; /* under the pool's mutex */
-  struct pts_agent *reg_next, *reg_prev; /* the pool's registry, under its mutex */
+  pts__list reg_link; /* on the pool's registry, under its mutex */
   /* The loop: set at creation, cleared by the worker once freed. Other threads
    * read it only while they hold an admission. */
   pts_loop *loop;
@@ -174,8 +174,7 @@ struct pts_agent {
   uint64_t ready_since;
   uint64_t vruntime;
   uint64_t tickets;   /* randomized: weight when ready, else 0 */
-  struct pts_agent *rr_next, *rr_prev;
-  bool in_rr;
+  pts__list rr_link; /* on its worker's rr while ready (round-robin) */
   struct pts_agent *due_next;
   struct pts_agent *wd_next; /* the watchdog's list of wake-ups to give back */
   uint64_t applied; /* commands of this layer applied (or released) */
@@ -184,7 +183,7 @@ struct pts_agent {
   struct pts_agent *mv_next; /* the next member of a group in flight */
   int req_target;       /* a pts_agent_move request applied, or -1 */
   uint64_t bal_cpu0;    /* balancer: st_cpu_ns at the window's start */
-  pts_remote_controller *rcs; /* registered remote controllers */
+  pts__list rcs;        /* registered remote controllers (link), LIFO */
   pts__drain_wait *drainers;
 
   /* Statistics: written by the owner only (relaxed), read by anyone. */
@@ -252,7 +251,7 @@ struct pts__worker {
   uint64_t quantum_ns; /* the pool's (pts_pool_options.quantum_ns) */
   pts__warrays *arr;
   uint32_t nagents, hlen, tlen;
-  pts_agent *rr_head, *rr_tail;
+  pts__list rr;      /* round-robin: ready agents (rr_link), in turn order */
   uint64_t seq;      /* ready-since sequence (strict, fair ties) */
   uint64_t min_vr;   /* fair: floor for a newly ready agent */
   uint64_t total;    /* randomized: sum of tickets */
@@ -326,7 +325,7 @@ struct pts_pool {
   bool shut;            /* under mu */
   uint32_t nagents;     /* registered agents, under mu */
   uint64_t next_id;     /* under mu */
-  pts_agent *registry;  /* under mu */
+  pts__list registry;   /* every agent placed (reg_link), LIFO; under mu */
   pts__origin *origins; /* under mu */
   /* The watchdog thread (watchdog.c, "Runaway tasks"), if opts.watchdog_ns. */
   pthread_t wd_tid;
@@ -558,7 +557,7 @@ struct pts_remote_controller {
   /* Agent's thread only. */
   pts_controller *ctrl; /* the owner-side reference while registered */
   bool registered, owner_done;
-  pts_remote_controller *next, *prev; /* the agent's registered list */
+  pts__list link;       /* on the agent's rcs while registered */
   pts__command create_cmd, release_cmd;
 };
 

@@ -39,10 +39,7 @@ pts_controller *pts__rc_ensure(pts_remote_controller *rc) {
                             : pts_abort_controller_new(a->loop, &rc->ctrl);
   if (r != 0) return NULL;
   rc->registered = true;
-  rc->prev = NULL;
-  rc->next = a->rcs;
-  if (a->rcs) a->rcs->prev = rc;
-  a->rcs = rc;
+  pts__list_prepend(&a->rcs, &rc->link);
   return rc->ctrl;
 }
 
@@ -50,12 +47,7 @@ static void owner_finalize(pts_remote_controller *rc) {
   if (rc->owner_done) return;
   rc->owner_done = true;
   if (rc->registered) {
-    pts_agent *a = rc->agent;
-    if (rc->prev)
-      rc->prev->next = rc->next;
-    else
-      a->rcs = rc->next;
-    if (rc->next) rc->next->prev = rc->prev;
+    pts__list_remove(&rc->link);
     rc->registered = false;
     pts_controller_unref(rc->ctrl);
     rc->ctrl = NULL;
@@ -64,7 +56,8 @@ static void owner_finalize(pts_remote_controller *rc) {
 }
 
 void pts__agent_release_controllers(pts_agent *a) {
-  while (a->rcs != NULL) owner_finalize(a->rcs);
+  while (!pts__list_empty(&a->rcs))
+    owner_finalize(container_of(pts__list_first(&a->rcs), pts_remote_controller, link));
 }
 
 static int rc_alloc(pts_agent *a, int priority, uint32_t refs,

@@ -61,6 +61,7 @@ static uint64_t draw(uint64_t s[4], uint64_t n) {
 void pts__policy_init(pts__worker *w) {
   w->policy = w->pool->opts.policy;
   w->quantum_ns = w->pool->opts.quantum_ns;
+  pts__list_init(&w->rr);
   /* Each thread's stream depends on the seed and its index only, so a run
    * with the same seed and the same ready sets repeats its choices. */
   uint64_t x = w->pool->opts.seed ^ ((uint64_t)w->index * UINT64_C(0xd1b54a32d192ed03));
@@ -137,29 +138,8 @@ static void hremove(pts__worker *w, pts_agent *a) {
 
 /* ---- round-robin list ---- */
 
-static void rr_append(pts__worker *w, pts_agent *a) {
-  a->rr_next = NULL;
-  a->rr_prev = w->rr_tail;
-  if (w->rr_tail)
-    w->rr_tail->rr_next = a;
-  else
-    w->rr_head = a;
-  w->rr_tail = a;
-  a->in_rr = true;
-}
-
-static void rr_unlink(pts__worker *w, pts_agent *a) {
-  if (!a->in_rr) return;
-  if (a->rr_prev)
-    a->rr_prev->rr_next = a->rr_next;
-  else
-    w->rr_head = a->rr_next;
-  if (a->rr_next)
-    a->rr_next->rr_prev = a->rr_prev;
-  else
-    w->rr_tail = a->rr_prev;
-  a->rr_next = a->rr_prev = NULL;
-  a->in_rr = false;
+static void rr_unlink(pts_agent *a) {
+  if (pts__list_linked(&a->rr_link)) pts__list_remove(&a->rr_link);
 }
 
 
@@ -390,20 +370,13 @@ void pts__policy_update(pts__worker *w, pts_agent *a, int u, bool ran,
   bool ready = u != PTS__URGENCY_NONE;
   switch ((int)w->policy) {
     case PTS_POLICY_ROUND_ROBIN:
-      if (ready && ran && a == w->rr_head && a != w->rr_tail) {
-        /* The turn's end (every step at quantum 1): the head goes to the
-         * tail, as rr_unlink then rr_append would do. */
-        w->rr_head = a->rr_next;
-        w->rr_head->rr_prev = NULL;
-        a->rr_prev = w->rr_tail;
-        a->rr_next = NULL;
-        w->rr_tail->rr_next = a;
-        w->rr_tail = a;
-      } else if (ready && (ran || !a->in_rr)) {
-        rr_unlink(w, a);
-        rr_append(w, a);
+      if (ready && (ran || !pts__list_linked(&a->rr_link))) {
+        /* The turn's end (every step at quantum 1), or newly ready: to
+         * the tail. */
+        rr_unlink(a);
+        pts__list_append(&w->rr, &a->rr_link);
       } else if (!ready) {
-        rr_unlink(w, a);
+        rr_unlink(a);
       }
       break;
     case PTS_POLICY_STRICT:
@@ -456,7 +429,7 @@ void pts__policy_update(pts__worker *w, pts_agent *a, int u, bool ran,
 }
 
 void pts__policy_remove(pts__worker *w, pts_agent *a) {
-  rr_unlink(w, a);
+  rr_unlink(a);
   hremove(w, a);
   if (a->tickets != 0) {
     fen_add(w, a->idx, -(int64_t)a->tickets);
@@ -503,7 +476,7 @@ void pts__policy_charge(pts__worker *w, pts_agent *a, uint64_t cpu_ns) {
 pts_agent *pts__policy_pick(pts__worker *w, uint64_t now, uint64_t *until) {
   switch ((int)w->policy) {
     case PTS_POLICY_ROUND_ROBIN:
-      return w->rr_head;
+      return w->rr.next == &w->rr ? NULL : container_of(w->rr.next, pts_agent, rr_link);
     case PTS_POLICY_STRICT:
     case PTS_POLICY_FAIR:
       return w->hlen > 0 ? w->arr->heap[0] : NULL;

@@ -264,6 +264,7 @@ static int pool_create(const pts_pool_options *opts, const pts__quant_options *q
   (void)pts__stat_now_slow(); /* the statistics clock, calibrated once */
   pts_pool *pool = pts__calloc(1, sizeof *pool);
   if (pool == NULL) return PTS_ENOMEM;
+  pts__list_init(&pool->registry);
   pool->opts = o;
   pool->balance = o.balance && (unsigned)o.policy <= PTS_POLICY_RANDOMIZED;
   pool->q = qo;
@@ -344,7 +345,8 @@ int pts_pool_shutdown(pts_pool *pool) {
     pthread_mutex_unlock(&pool->mu);
     return PTS_ENOMEM;
   }
-  for (pts_agent *a = pool->registry; a != NULL; a = a->reg_next) {
+  pts__list_each(n, &pool->registry) {
+    pts_agent *a = container_of(n, pts_agent, reg_link);
     pts_agent_ref(a);
     all[k++] = a;
   }
@@ -438,6 +440,7 @@ int pts_agent_new(pts_pool *pool, const pts_agent_options *opts, pts_agent **out
   pts_agent *a;
   if ((a = pts__aligned_alloc(64, sizeof *a)) == NULL) return PTS_ENOMEM;
   memset(a, 0, sizeof *a);
+  pts__list_init(&a->rcs);
   atomic_init(&a->closed, false);
   atomic_init(&a->wakers, 0);
   atomic_init(&a->signaled, false);
@@ -512,9 +515,7 @@ int pts_agent_new(pts_pool *pool, const pts_agent_options *opts, pts_agent **out
   atomic_store_explicit(&a->thread, (int)w->index, memory_order_relaxed);
   w->nplaced++;
   pool->nagents++;
-  a->reg_next = pool->registry;
-  if (pool->registry) pool->registry->reg_prev = a;
-  pool->registry = a;
+  pts__list_prepend(&pool->registry, &a->reg_link);
   a->ctl_add.kind = PTS__CTL_ADD;
   a->ctl_add.agent = a;
   /* Under the mutex: a concurrent shutdown cannot free the worker before

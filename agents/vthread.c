@@ -109,6 +109,7 @@ int pts__vthread_add(pts__vthread *t, uint32_t weight, pts_loop **loop) {
   pts_agent *a;
   if ((a = pts__aligned_alloc(64, sizeof *a)) == NULL) return PTS_ENOMEM;
   memset(a, 0, sizeof *a);
+  pts__list_init(&a->rcs);
   pts_loop_options lo = {true, 0};
   int rc = pts_loop_new(&lo, &a->loop);
   if (rc == 0 && pts_global_scheduler(pts_loop_default_global(a->loop)) == NULL) {

@@ -451,11 +451,7 @@ static void agent_teardown(pts__worker *w, pts_agent *a) {
 
   pts_pool *pool = a->pool;
   pthread_mutex_lock(&pool->mu);
-  if (a->reg_prev)
-    a->reg_prev->reg_next = a->reg_next;
-  else
-    pool->registry = a->reg_next;
-  if (a->reg_next) a->reg_next->reg_prev = a->reg_prev;
+  pts__list_remove(&a->reg_link);
   if (a->pinned) oe->pinned--;
   bool members_left = --oe->agents != 0;
   if (!members_left) {

@@ -23,7 +23,7 @@
 
 struct pts__idle_req {
   pts__idnode idn;
-  pts__idle_req *next, *prev; /* the global's list */
+  pts__list link; /* on the global's list, FIFO */
   uint64_t seq;
   pts_idle_fn fn;
   void *data;
@@ -47,15 +47,7 @@ static uint64_t ms_to_ns(uint64_t ms) {
 
 static void unlink_req(pts__idle_req *r) {
   pts_global *g = r->idn.global;
-  if (r->prev)
-    r->prev->next = r->next;
-  else
-    g->idle_head = r->next;
-  if (r->next)
-    r->next->prev = r->prev;
-  else
-    g->idle_tail = r->prev;
-  r->next = r->prev = NULL;
+  pts__list_remove(&r->link);
   g->nidle--;
   g->loop->nidle--;
   pts__idmap_del(&g->loop->ids, r->idn.id);
@@ -143,13 +135,7 @@ int pts_request_idle_callback(pts_global *global, pts_idle_fn fn, void *data,
     return rc;
   }
   r->seq = loop->idle_seq++;
-  r->next = NULL;
-  r->prev = global->idle_tail;
-  if (global->idle_tail)
-    global->idle_tail->next = r;
-  else
-    global->idle_head = r;
-  global->idle_tail = r;
+  pts__list_append(&global->idle, &r->link);
   global->nidle++;
   loop->nidle++;
   if (id != NULL) *id = r->idn.id;
@@ -184,8 +170,10 @@ bool pts_idle_did_timeout(const pts_idle_deadline *deadline) {
 static pts__idle_req *candidate(pts_loop *loop, uint64_t limit) {
   pts__idle_req *best = NULL;
   for (pts_global *g = loop->globals; g != NULL; g = g->next) {
-    pts__idle_req *r = g->idle_head;
-    if (r == NULL || !g->active || g->detached || r->seq >= limit) continue;
+    pts__list *first = pts__list_first(&g->idle);
+    if (first == NULL || !g->active || g->detached) continue;
+    pts__idle_req *r = container_of(first, pts__idle_req, link);
+    if (r->seq >= limit) continue;
     if (best == NULL || r->seq < best->seq) best = r;
   }
   return best;
@@ -219,8 +207,8 @@ void pts__idle_run_one(pts_loop *loop) {
 }
 
 void pts__idle_release_global(pts_global *g) {
-  while (g->idle_head != NULL) {
-    pts__idle_req *r = g->idle_head;
+  while (!pts__list_empty(&g->idle)) {
+    pts__idle_req *r = container_of(pts__list_first(&g->idle), pts__idle_req, link);
     stop_timeout(r);
     unlink_req(r);
     pts_idle_fn fn = r->fn;

@@ -33,8 +33,9 @@ int pts_loop_new(const pts_loop_options *opts, pts_loop **out) {
   l->timer_seq = 1;
   l->next_id = 1;
   l->idle_seq = 1;
-  l->live.next = l->live.prev = &l->live;
-  l->swept.next = l->swept.prev = &l->swept;
+  pts__list_init(&l->ready);
+  pts__list_init(&l->live);
+  pts__list_init(&l->swept);
   l->default_global = pts__loop_global_create(l);
   if (l->default_global == NULL) {
     pts__free(l);

@@ -119,19 +119,10 @@ void pts__loop_ready_update(pts_global *g) {
   bool want = g->active && !g->detached && g->ntasks > 0;
   if (want == g->in_ready) return;
   pts_loop *l = g->loop;
-  if (want) {
-    g->rprev = NULL;
-    g->rnext = l->ready;
-    if (l->ready) l->ready->rprev = g;
-    l->ready = g;
-  } else {
-    if (g->rprev)
-      g->rprev->rnext = g->rnext;
-    else
-      l->ready = g->rnext;
-    if (g->rnext) g->rnext->rprev = g->rprev;
-    g->rnext = g->rprev = NULL;
-  }
+  if (want)
+    pts__list_prepend(&l->ready, &g->rlink);
+  else
+    pts__list_remove(&g->rlink);
   g->in_ready = want;
 }
 
@@ -140,8 +131,9 @@ pts_global *pts__loop_global_create(pts_loop *l) {
   if (g == NULL) return NULL;
   g->loop = l;
   g->active = true;
-  for (int s = 0; s < PTS_SOURCE_COUNT; s++) g->q[s].next = g->q[s].prev = &g->q[s];
-  g->timers.gnext = g->timers.gprev = &g->timers;
+  for (int s = 0; s < PTS_SOURCE_COUNT; s++) pts__list_init(&g->q[s]);
+  pts__list_init(&g->timers);
+  pts__list_init(&g->idle);
   g->next = l->globals;
   l->globals = g;
   return g;
@@ -150,7 +142,7 @@ pts_global *pts__loop_global_create(pts_loop *l) {
 /* ---- ordinary tasks ---- */
 
 void pts__task_init(pts__task *t, pts_global *g, pts_task_fn fn, void *data) {
-  t->next = t->prev = NULL;
+  pts__list_node_init(&t->link);
   t->order = 0;
   t->global = g;
   t->fn = fn;
@@ -165,23 +157,17 @@ int pts__task_queue(pts__task *t, pts_task_source source) {
     return PTS_EINVAL;
   pts_global *g = t->global;
   if (g->detached) return PTS_ECLOSED;
-  if (t->next != NULL) return PTS_EBUSY; /* already queued */
+  if (pts__list_linked(&t->link)) return PTS_EBUSY; /* already queued */
   t->order = g->loop->next_order++;
-  pts__task *head = &g->q[source];
-  t->next = head;
-  t->prev = head->prev;
-  head->prev->next = t;
-  head->prev = t;
+  pts__list_append(&g->q[source], &t->link);
   g->ntasks++;
   pts__loop_ready_update(g);
   return 0;
 }
 
 bool pts__task_dequeue(pts__task *t) {
-  if (t == NULL || t->next == NULL) return false;
-  t->prev->next = t->next;
-  t->next->prev = t->prev;
-  t->next = t->prev = NULL;
+  if (t == NULL || !pts__list_linked(&t->link)) return false;
+  pts__list_remove(&t->link);
   t->global->ntasks--;
   pts__loop_ready_update(t->global);
   return true;
@@ -219,8 +205,8 @@ int pts_queue_task(pts_global *global, pts_task_source source, pts_task_fn fn,
 
 void pts__loop_release_tasks(pts_global *g) {
   for (int s = 0; s < PTS_SOURCE_COUNT; s++) {
-    while (g->q[s].next != &g->q[s]) {
-      pts__task *t = g->q[s].next;
+    while (!pts__list_empty(&g->q[s])) {
+      pts__task *t = container_of(pts__list_first(&g->q[s]), pts__task, link);
       pts__task_dequeue(t);
       t->fn(t->data, PTS_ECANCELED);
     }
@@ -250,7 +236,7 @@ static inline bool provider_idle(pts_loop *loop);
 /* Whether other work than the inbox waits: a queued task, the provider's,
  * a due timer. */
 static bool work_waits(pts_loop *loop) {
-  return loop->ready != NULL || !provider_idle(loop) ||
+  return !pts__list_empty(&loop->ready) || !provider_idle(loop) ||
          (loop->heap.len != 0 && pts__timers_next_deadline(loop) <= pts__loop_now_ns(loop));
 }
 
@@ -298,13 +284,16 @@ typedef struct pick {
  * is left as it is, so looking does not change what the next step runs. */
 static pick choose(pts_loop *loop, bool may_start_idle, bool commit) {
   pts__task *input = NULL, *fifo = NULL;
-  for (pts_global *g = loop->ready; g != NULL; g = g->rnext) {
-    pts__task *h = g->q[PTS_SOURCE_USER_INPUT].next;
-    if (h != &g->q[PTS_SOURCE_USER_INPUT] && (!input || h->order < input->order))
+  for (pts__list *r = loop->ready.next; r != &loop->ready; r = r->next) {
+    pts_global *g = container_of(r, pts_global, rlink);
+    pts__list *n = g->q[PTS_SOURCE_USER_INPUT].next;
+    pts__task *h = container_of(n, pts__task, link);
+    if (n != &g->q[PTS_SOURCE_USER_INPUT] && (!input || h->order < input->order))
       input = h;
     for (int s = PTS_SOURCE_TIMER; s < PTS_SOURCE_COUNT; s++) {
-      h = g->q[s].next;
-      if (h != &g->q[s] && (!fifo || h->order < fifo->order)) fifo = h;
+      n = g->q[s].next;
+      h = container_of(n, pts__task, link);
+      if (n != &g->q[s] && (!fifo || h->order < fifo->order)) fifo = h;
     }
   }
   int prio = -1;
@@ -393,7 +382,7 @@ static inline bool provider_idle(pts_loop *loop) {
 /* True when the inbox's next command, if it is a message task, would be the
  * pick of this step: nothing else is queued, due or pending in the loop. */
 static inline bool inbox_is_next(pts_loop *loop) {
-  return loop->ready == NULL && loop->heap.len == 0 && loop->mt_head == NULL &&
+  return pts__list_empty(&loop->ready) && loop->heap.len == 0 && loop->mt_head == NULL &&
          provider_idle(loop);
 }
 
@@ -412,7 +401,7 @@ void pts__inbox_pass_count(pts__inbox_pass *pass) {
 /* Whether the pass may take one more task, the provider aside. */
 static inline bool inbox_pass_may_go_on(pts_loop *loop, const pts__inbox_pass *p) {
   return p->ran != p->max && !atomic_load_explicit(&loop->stop_requested, memory_order_relaxed) &&
-         loop->ready == NULL && loop->heap.len == 0 && loop->mt_head == NULL;
+         pts__list_empty(&loop->ready) && loop->heap.len == 0 && loop->mt_head == NULL;
 }
 
 /* A stream's pass that finds no linked successor behind the inbox's last
@@ -491,7 +480,7 @@ static uint32_t inbox_run(pts_loop *loop, uint32_t max, uint32_t *counts, bool *
  * the next). */
 static inline bool only_provider_work(pts_loop *loop) {
   return !pts__mpsc_maybe_nonempty(&loop->inbox) && loop->heap.len == 0 &&
-         loop->ready == NULL &&
+         pts__list_empty(&loop->ready) &&
          !atomic_load_explicit(&loop->stop_requested, memory_order_relaxed);
 }
 
@@ -544,7 +533,7 @@ static int step(pts_loop *loop, bool may_start_idle, bool burst) {
     pts__loop_checkpoint(loop);
     did |= DID_WORK;
   }
-  if (loop->ready == NULL && loop->prov != NULL) {
+  if (pts__list_empty(&loop->ready) && loop->prov != NULL) {
     /* The starvation guard sees one waiting class: its streak ends. */
     loop->streak = 0;
     int ran = loop->prov->run_next(loop->prov_ctx);
@@ -710,7 +699,7 @@ int pts__loop_poll_after_step(pts_loop *loop) {
   /* Only scheduler tasks queued (the common case of a pool's loop): the
    * scheduler's next task is the choice (choose's first class that has
    * work, with no other class to compare it with). */
-  if (loop->ready == NULL && loop->prov != NULL) {
+  if (pts__list_empty(&loop->ready) && loop->prov != NULL) {
     uint64_t order;
     int prio = loop->prov->peek(loop->prov_ctx, &order);
     if (prio >= 0) return urgency_of_priority(prio);

@@ -71,12 +71,6 @@ typedef struct pts__timer_heap {
   uint32_t len, cap;
 } pts__timer_heap;
 
-/* ---- promises ---- */
-
-typedef struct pts__plink {
-  struct pts__plink *next, *prev;
-} pts__plink;
-
 /* ---- globals ---- */
 
 typedef struct pts__idle_req pts__idle_req;
@@ -84,15 +78,15 @@ typedef struct pts__idle_req pts__idle_req;
 struct pts_global {
   pts_loop *loop;
   struct pts_global *next; /* loop's list of every global */
-  struct pts_global *rnext, *rprev; /* loop's ready list */
+  pts__list rlink; /* on the loop's ready list while in_ready */
   bool in_ready;
   bool active;
   bool detached;
   uint32_t ntasks; /* queued ordinary tasks, every source */
-  pts__task q[PTS_SOURCE_COUNT]; /* circular lists, the sentinel is q[s] */
-  pts__timer timers;             /* sentinel of the circular timer list */
+  pts__list q[PTS_SOURCE_COUNT]; /* queued tasks by source (pts__task.link), FIFO */
+  pts__list timers;              /* the global's timers (pts__timer.glink) */
   uint32_t ntimers;              /* timers on that list */
-  pts__idle_req *idle_head, *idle_tail;
+  pts__list idle; /* pending idle callbacks (pts__idle_req), FIFO */
   uint32_t nidle;
   void *sched_slot;
 };
@@ -135,7 +129,7 @@ struct pts_loop {
 
   pts_global *globals;
   pts_global *default_global;
-  pts_global *ready; /* ready list head */
+  pts__list ready; /* globals with runnable tasks (rlink), LIFO */
 
   pts__microtask *mt_head, *mt_tail;
   bool in_checkpoint;
@@ -174,7 +168,7 @@ struct pts_loop {
   } quota;
   /* Every live promise, so pts_loop_free can release cycles and promises
    * still referenced (circular lists with these sentinels). */
-  pts__plink live, swept;
+  pts__list live, swept;
 };
 
 /* ---- cross-file helpers ---- */

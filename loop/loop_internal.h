@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "ptsched/loop.h"
+#include "sync/list.h"
 #include "sync/mpsc.h"
 
 /* ---- owner-thread checks (debug builds) ---- */
@@ -116,7 +117,7 @@ typedef struct pts__task {
   pts_global *global;
   pts_task_fn fn;
   void *data;
-  struct pts__task *next, *prev; /* queue links, owned by the loop */
+  pts__list link;                /* queue links, owned by the loop */
   uint64_t order;                /* enqueue order, set when queued */
 } pts__task;
 
@@ -140,7 +141,7 @@ typedef struct pts__timer {
   uint64_t remaining;  /* ns left while the global is inactive */
   uint32_t heap_index; /* position in the loop's heap; UINT32_MAX if not in it */
   uint32_t state;      /* owned by the loop */
-  struct pts__timer *gnext, *gprev; /* the global's list of its timers */
+  pts__list glink;     /* on the global's list of its timers */
   pts_global *global;
   pts_task_fn fn;
   void *data;

@@ -32,7 +32,7 @@
 #include "loop/loop_impl.h"
 
 struct pts_promise {
-  pts__plink link; /* first: the loop's live list */
+  pts__list link; /* first: the loop's live list */
   uint32_t refs;
   uint8_t state;         /* pts_promise_state */
   bool already_resolved; /* spec: [[AlreadyResolved]] of its resolving functions */
@@ -96,18 +96,6 @@ static void resolve_inner(pts_promise *p, pts_value v);
 
 /* ---- lifetime ---- */
 
-static void plink_unlink(pts__plink *l) {
-  l->prev->next = l->next;
-  l->next->prev = l->prev;
-}
-
-static void plink_push(pts__plink *head, pts__plink *l) {
-  l->next = head->next;
-  l->prev = head;
-  head->next->prev = l;
-  head->next = l;
-}
-
 static void promise_init(pts_loop *loop, pts_promise *p, bool embedded) {
   p->refs = 1;
   p->state = PTS_PROMISE_PENDING;
@@ -119,7 +107,7 @@ static void promise_init(pts_loop *loop, pts_promise *p, bool embedded) {
   /* An embedded promise joins the live list only if it outlives its
    * caller's part (pts__promise_drop_embedded): until then that part
    * releases it, at the latest when the loop's provider is destroyed. */
-  if (!embedded) plink_push(&loop->live, &p->link);
+  if (!embedded) pts__list_prepend(&loop->live, &p->link);
 }
 
 static pts_promise *promise_create(pts_loop *loop) {
@@ -197,7 +185,7 @@ static inline void promise_release_contents(pts_promise *p) {
  * ended. */
 static __attribute__((noinline)) void promise_free(pts_promise *p) {
   pts_loop *loop = p->loop;
-  plink_unlink(&p->link);
+  pts__list_remove(&p->link);
   promise_release_contents(p);
   promise_block_free(loop, p);
 }
@@ -206,7 +194,7 @@ static __attribute__((noinline)) void promise_free(pts_promise *p) {
  * (its count is already decremented). */
 static __attribute__((noinline)) bool drop_embedded_slow(pts_promise *p) {
   if (p->refs != 0) {
-    plink_push(&p->loop->live, &p->link); /* it lives on: the loop tracks it */
+    pts__list_prepend(&p->loop->live, &p->link); /* it lives on: the loop tracks it */
     return false;
   }
   release_contents(p);
@@ -229,17 +217,17 @@ void pts__promises_sweep(pts_loop *loop) {
   /* Move each live promise to the swept list, then release what it holds;
    * that may free other promises (normally, through their counts) or make
    * new ones, hence the loop until the live list is empty. */
-  while (loop->live.next != &loop->live) {
-    pts__plink *l = loop->live.next;
-    plink_unlink(l);
-    plink_push(&loop->swept, l);
+  while (!pts__list_empty(&loop->live)) {
+    pts__list *l = pts__list_first(&loop->live);
+    pts__list_remove(l);
+    pts__list_prepend(&loop->swept, l);
     release_contents((pts_promise *)l);
   }
   /* What is left is still referenced by someone: pts_loop_free frees it
    * anyway (loop.h: the loop owns its promises). */
-  while (loop->swept.next != &loop->swept) {
-    pts__plink *l = loop->swept.next;
-    plink_unlink(l);
+  while (!pts__list_empty(&loop->swept)) {
+    pts__list *l = pts__list_first(&loop->swept);
+    pts__list_remove(l);
     promise_block_free(loop, (pts_promise *)l);
   }
 }

@@ -68,17 +68,12 @@ uint64_t pts__timers_next_deadline(const pts_loop *loop) {
 /* ---- the embedded timer ---- */
 
 static void glist_link(pts_global *g, pts__timer *t) {
-  t->gnext = &g->timers;
-  t->gprev = g->timers.gprev;
-  g->timers.gprev->gnext = t;
-  g->timers.gprev = t;
+  pts__list_append(&g->timers, &t->glink);
   g->ntimers++;
 }
 
 static void glist_unlink(pts__timer *t) {
-  t->gprev->gnext = t->gnext;
-  t->gnext->gprev = t->gprev;
-  t->gnext = t->gprev = NULL;
+  pts__list_remove(&t->glink);
   t->global->ntimers--;
 }
 
@@ -88,7 +83,7 @@ void pts__timer_init(pts__timer *t, pts_global *g, pts_task_fn fn, void *data) {
   t->remaining = 0;
   t->heap_index = UINT32_MAX;
   t->state = TIMER_IDLE;
-  t->gnext = t->gprev = NULL;
+  pts__list_node_init(&t->glink);
   t->global = g;
   t->fn = fn;
   t->data = data;
@@ -145,7 +140,8 @@ void pts__timers_fire_due(pts_loop *loop) {
 void pts__timers_pause_global(pts_global *g) {
   pts_loop *loop = g->loop;
   uint64_t now = pts__loop_now_ns(loop);
-  for (pts__timer *t = g->timers.gnext; t != &g->timers; t = t->gnext) {
+  pts__list_each(n, &g->timers) {
+    pts__timer *t = container_of(n, pts__timer, glink);
     if (t->state != TIMER_ARMED) continue;
     heap_remove(&loop->heap, t);
     if (t->deadline == UINT64_MAX)
@@ -159,7 +155,8 @@ void pts__timers_pause_global(pts_global *g) {
 void pts__timers_resume_global(pts_global *g) {
   pts_loop *loop = g->loop;
   uint64_t now = pts__loop_now_ns(loop);
-  for (pts__timer *t = g->timers.gnext; t != &g->timers; t = t->gnext) {
+  pts__list_each(n, &g->timers) {
+    pts__timer *t = container_of(n, pts__timer, glink);
     if (t->state != TIMER_PAUSED) continue;
     t->deadline = pts__sat_add(now, t->remaining);
     t->remaining = 0;
@@ -170,8 +167,8 @@ void pts__timers_resume_global(pts_global *g) {
 }
 
 void pts__timers_release_global(pts_global *g) {
-  while (g->timers.gnext != &g->timers) {
-    pts__timer *t = g->timers.gnext;
+  while (!pts__list_empty(&g->timers)) {
+    pts__timer *t = container_of(pts__list_first(&g->timers), pts__timer, glink);
     pts__timer_stop(t);
     t->fn(t->data, PTS_ECANCELED);
   }

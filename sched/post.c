@@ -75,10 +75,7 @@ static int start_task(pts_scheduler *s, stask *t, unsigned cont,
     if (rc != 0) goto fail;
     d->task = t;
     d->sched = s;
-    d->prev = NULL;
-    d->next = s->delayed;
-    if (s->delayed) s->delayed->prev = d;
-    s->delayed = d;
+    pts__list_prepend(&s->delayed, &d->link);
     c->stats.delayed_tasks++;
     t->u.delay = d;
     t->status = S_DELAYED;

@@ -95,9 +95,7 @@ void pts__sched_queue_removal_steps(squeue *q) {
     s->static_q[q->priority][q->is_cont] = NULL;
   }
   q->mapped = 0;
-  if (q->lprev) q->lprev->lnext = q->lnext; else s->queues = q->lnext;
-  if (q->lnext) q->lnext->lprev = q->lprev;
-  q->lnext = q->lprev = NULL;
+  pts__list_remove(&q->link);
 }
 
 /* A queue made for a task that then failed to be posted. */
@@ -136,9 +134,7 @@ squeue *pts__sched_queue_new(pts_scheduler *s, int priority, unsigned cont,
   } else {
     s->static_q[priority][cont] = q;
   }
-  q->lnext = s->queues;
-  if (s->queues) s->queues->lprev = q;
-  s->queues = q;
+  pts__list_prepend(&s->queues, &q->link);
   return q;
 }
 

@@ -93,11 +93,12 @@ static inline void pts__sched_live_add(sctx *c, int d) {
 
 /* spec: scheduler task queue */
 struct pts__squeue {
+  /* Not sync/list.h: on callgrind (bench/sched) it cost 2.6% on post+run (issue 34). */
   stask *head, *tail;         /* tasks, oldest first */
   pts_scheduler *sched;
   pts_signal *signal;         /* dynamic queue's key (a reference while mapped) */
   squeue *hnext;              /* dynamic map chain */
-  squeue *lnext, *lprev;      /* the scheduler's list of mapped queues */
+  pts__list link;             /* on the scheduler's list of mapped queues */
   pts__algo prio_algo;        /* dynamic: the priority change algorithm */
   uint32_t heap_index;        /* NOT_IN_HEAP or the index in levels[level] */
   uint32_t refs;              /* handles whose queue this is */
@@ -115,8 +116,8 @@ struct pts_scheduler {
   squeue *static_q[PTS_PRIORITY_COUNT][2]; /* static priority task queue map */
   squeue **dyn;                      /* dynamic priority task queue map */
   uint32_t dyn_count, dyn_cap;       /* cap: 0 or a power of two */
-  squeue *queues;                    /* mapped queues */
-  struct pts__delay_blk *delayed;    /* tasks waiting for their delay */
+  pts__list queues;                  /* mapped queues (squeue.link), LIFO */
+  pts__list delayed;                 /* tasks waiting for their delay, LIFO */
   bool active;
   bool detached;
 };
@@ -168,7 +169,7 @@ typedef struct pts__delay_blk {
   pts__timer timer;
   stask *task;
   pts_scheduler *sched;
-  struct pts__delay_blk *next, *prev; /* the scheduler's delayed list */
+  pts__list link; /* on the scheduler's delayed list */
 } delay_blk;
 
 _Static_assert(sizeof(stask) <= 64, "fast-path task block must stay 64 bytes");

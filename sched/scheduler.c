@@ -118,6 +118,8 @@ pts_scheduler *pts_global_scheduler(pts_global *global) {
   s->global = global;
   s->detached = pts_global_is_detached(global);
   s->active = pts_global_is_active(global);
+  pts__list_init(&s->queues);
+  pts__list_init(&s->delayed);
   s->next = c->schedulers;
   c->schedulers = s;
   c->stats.schedulers++;
@@ -133,15 +135,15 @@ pts_scheduler *pts_global_scheduler(pts_global *global) {
 static void sched_release_all(pts_scheduler *s) {
   sctx *c = s->ctx;
   s->detached = true;
-  delay_blk *d;
-  while ((d = s->delayed) != NULL) {
+  while (!pts__list_empty(&s->delayed)) {
+    delay_blk *d = container_of(pts__list_first(&s->delayed), delay_blk, link);
     stask *t = d->task;
     pts__sched_delay_drop(s, d, true);
     t->u.queue = NULL;
     pts__sched_task_cancel(c, t);
   }
-  squeue *q;
-  while ((q = s->queues) != NULL) {
+  while (!pts__list_empty(&s->queues)) {
+    squeue *q = container_of(pts__list_first(&s->queues), squeue, link);
     q->refs++; /* pinned while its tasks are released */
     pts__sched_queue_removal_steps(q);
     while (q->head) {
@@ -160,7 +162,8 @@ static void set_active(pts_scheduler *s, bool active) {
   if (s->active == active) return;
   s->active = active;
   if (s->detached) return;
-  for (squeue *q = s->queues; q; q = q->lnext) {
+  pts__list_each(n, &s->queues) {
+    squeue *q = container_of(n, squeue, link);
     if (!q->head) continue;
     if (active)
       pts__sched_heap_insert(s->ctx, q);
@@ -213,7 +216,7 @@ bool pts__sched_has_static_queue(pts_scheduler *s, int priority, bool cont) {
 
 uint32_t pts__sched_mapped_queues(pts_scheduler *s) {
   uint32_t n = 0;
-  for (squeue *q = s->queues; q; q = q->lnext) n++;
+  pts__list_each(l, &s->queues) n++;
   return n;
 }
 

@@ -28,6 +28,7 @@
 
 #include "loop/loop_internal.h"
 #include "sync/alloc.h"
+#include "sync/intrusive.h"
 #include "sched/signal_internal.h"
 
 /* An abort-graph edge: source is NULL once unlinked. */
@@ -46,8 +47,8 @@ struct pts_signal {
   bool freeing;
   int priority;     /* TaskSignal only */
   pts_value reason; /* the abort reason; undefined = not aborted */
-  pts__algo abort_algos; /* sentinels of circular lists */
-  pts__algo prio_algos;
+  pts__list abort_algos; /* pts__algo.link, in the order added */
+  pts__list prio_algos;
   pts__listeners listeners;
   /* Abort graph. As a dependent: edges[0..n_edges) (n_sources still linked).
    * As a source: the list of edges naming it. */
@@ -58,8 +59,8 @@ struct pts_signal {
   /* Priority graph: the (root) source signal, our place in its list, and
    * our own list of priority dependents. */
   pts_signal *prio_source;
-  pts_signal *prio_next, *prio_prev;
-  pts_signal *prio_first, *prio_last;
+  pts__list prio_link; /* on prio_source's prio_deps */
+  pts__list prio_deps; /* our priority dependents (prio_link), in the order added */
   /* Scratch: the dependentsToAbort list of signal abort, and the duplicate
    * mark of create a dependent signal (cleared before it returns). */
   pts_signal *abort_next;
@@ -105,28 +106,13 @@ static bool is_aborted(const pts_signal *s) {
   return s->reason.kind != PTS_VALUE_UNDEFINED;
 }
 
-/* ---- algorithm lists (circular, with a sentinel) ---- */
+/* ---- algorithm lists ---- */
 
-static void algos_init(pts__algo *head) {
-  head->next = head->prev = head;
-  head->fn = NULL;
-}
-static bool algos_empty(const pts__algo *head) { return head->next == head; }
+static pts__algo *algo_of(pts__list *n) { return container_of(n, pts__algo, link); }
 
-static void algo_append(pts__algo *head, pts__algo *a) {
-  a->prev = head->prev;
-  a->next = head;
-  head->prev->next = a;
-  head->prev = a;
-}
-static void algo_unlink(pts__algo *a) {
-  a->prev->next = a->next;
-  a->next->prev = a->prev;
-  a->next = a->prev = NULL;
-}
 /* A freed signal's algorithms are left idle, never run. */
-static void algos_detach(pts__algo *head) {
-  while (!algos_empty(head)) algo_unlink(head->next);
+static void algos_detach(pts__list *head) {
+  while (!pts__list_empty(head)) pts__list_remove(pts__list_first(head));
 }
 
 /* ---- lifetime ---- */
@@ -143,8 +129,9 @@ static pts_signal *signal_alloc(pts_loop *loop, size_t base, size_t n_edges,
   s->is_task = is_task;
   s->priority = PTS_PRIORITY_USER_VISIBLE;
   s->reason = pts_undefined();
-  algos_init(&s->abort_algos);
-  algos_init(&s->prio_algos);
+  pts__list_init(&s->abort_algos);
+  pts__list_init(&s->prio_algos);
+  pts__list_init(&s->prio_deps);
   pts__listeners_init(&s->listeners);
   s->edges = (dep_link *)((char *)s + base);
   atomic_fetch_add_explicit(&live_signals, 1, memory_order_relaxed);
@@ -160,11 +147,11 @@ static bool observable(const pts_signal *s) {
   if (!s->dependent) return false;
   if (s->n_sources > 0 &&
       (pts__listeners_count(&s->listeners, PTS_EVENT_ABORT) > 0 ||
-       !algos_empty(&s->abort_algos)))
+       !pts__list_empty(&s->abort_algos)))
     return true;
   return s->prio_source != NULL &&
          (pts__listeners_count(&s->listeners, PTS_EVENT_PRIORITYCHANGE) > 0 ||
-          !algos_empty(&s->prio_algos));
+          !pts__list_empty(&s->prio_algos));
 }
 
 static void destroy(pts_signal *s);
@@ -201,28 +188,19 @@ static void deps_append(pts_signal *src, dep_link *e) {
   src->deps_last = e;
 }
 
-static void prio_remove(pts_signal *src, pts_signal *d) {
-  if (d->prio_prev)
-    d->prio_prev->prio_next = d->prio_next;
-  else
-    src->prio_first = d->prio_next;
-  if (d->prio_next)
-    d->prio_next->prio_prev = d->prio_prev;
-  else
-    src->prio_last = d->prio_prev;
-  d->prio_next = d->prio_prev = NULL;
+static void prio_remove(pts_signal *d) {
+  pts__list_remove(&d->prio_link);
   d->prio_source = NULL;
 }
 
 static void prio_append(pts_signal *src, pts_signal *d) {
   d->prio_source = src;
-  d->prio_next = NULL;
-  d->prio_prev = src->prio_last;
-  if (src->prio_last)
-    src->prio_last->prio_next = d;
-  else
-    src->prio_first = d;
-  src->prio_last = d;
+  pts__list_append(&src->prio_deps, &d->prio_link);
+}
+
+/* The priority dependent at n, or NULL. */
+static pts_signal *prio_dep(pts__list *n) {
+  return n ? container_of(n, pts_signal, prio_link) : NULL;
 }
 
 /* Drops a dependent's abort edges (it was aborted, or is being freed). */
@@ -239,7 +217,7 @@ static void unlink_abort_sources(pts_signal *d) {
 static void destroy(pts_signal *s) {
   s->freeing = true;
   unlink_abort_sources(s);
-  if (s->prio_source) prio_remove(s->prio_source, s);
+  if (s->prio_source) prio_remove(s);
   /* Our dependents lose a source that could abort or re-prioritise them;
    * those nobody holds may now be unobservable (invariant 1: they have no
    * dependents of their own, so this goes one level deep). */
@@ -251,8 +229,8 @@ static void destroy(pts_signal *s) {
     collect(d);
   }
   pts_signal *d;
-  while ((d = s->prio_first) != NULL) {
-    prio_remove(s, d);
+  while ((d = prio_dep(pts__list_first(&s->prio_deps))) != NULL) {
+    prio_remove(d);
     collect(d);
   }
   algos_detach(&s->abort_algos);
@@ -268,25 +246,25 @@ static void destroy(pts_signal *s) {
 /* spec (DOM): add an abort algorithm */
 void pts__signal_add_abort_algo(pts_signal *s, pts__algo *a) {
   if (is_aborted(s)) return;
-  algo_append(&s->abort_algos, a);
+  pts__list_append(&s->abort_algos, &a->link);
 }
 
 /* spec (DOM): remove an abort algorithm */
 void pts__signal_remove_abort_algo(pts_signal *s, pts__algo *a) {
   if (!pts__algo_linked(a)) return; /* s may already be freed */
-  algo_unlink(a);
+  pts__list_remove(&a->link);
   collect(s);
 }
 
 /* spec: add a priority change algorithm */
 void pts__signal_add_priority_algo(pts_signal *s, pts__algo *a) {
   if (!s->is_task) return;
-  algo_append(&s->prio_algos, a);
+  pts__list_append(&s->prio_algos, &a->link);
 }
 
 void pts__signal_remove_priority_algo(pts_signal *s, pts__algo *a) {
   if (!pts__algo_linked(a)) return;
-  algo_unlink(a);
+  pts__list_remove(&a->link);
   collect(s);
 }
 
@@ -296,9 +274,9 @@ void pts__signal_remove_priority_algo(pts_signal *s, pts__algo *a) {
  * (that empties the set as we go), so one may free its own node or remove
  * another that has not run yet. */
 static void run_abort_steps(pts_signal *s) {
-  while (!algos_empty(&s->abort_algos)) {
-    pts__algo *a = s->abort_algos.next;
-    algo_unlink(a);
+  while (!pts__list_empty(&s->abort_algos)) {
+    pts__algo *a = algo_of(pts__list_first(&s->abort_algos));
+    pts__list_remove(&a->link);
     a->fn(a);
   }
   pts_event ev = {.type = PTS_EVENT_ABORT, .target = s, .previous_priority = -1,
@@ -353,22 +331,20 @@ static void signal_abort(pts_signal *s, pts_value reason) {
 /* Runs each priority change algorithm. A cursor node (fn NULL) marks our
  * place, so an algorithm may remove itself or any other, or free its owner. */
 static void run_priority_algos(pts_signal *s) {
-  pts__algo *head = &s->prio_algos;
+  pts__list *head = &s->prio_algos;
   pts__algo cursor;
   cursor.fn = NULL;
-  pts__algo *a = head->next;
-  while (a != head) {
+  pts__list *n = head->next;
+  while (n != head) {
+    pts__algo *a = algo_of(n);
     if (a->fn == NULL) { /* another walk's cursor */
-      a = a->next;
+      n = n->next;
       continue;
     }
-    cursor.prev = a;
-    cursor.next = a->next;
-    a->next->prev = &cursor;
-    a->next = &cursor;
+    pts__list_insert_after(n, &cursor.link);
     a->fn(a);
-    a = cursor.next;
-    algo_unlink(&cursor);
+    n = cursor.link.next;
+    pts__list_remove(&cursor.link);
   }
 }
 
@@ -395,11 +371,12 @@ static int priority_change(pts_signal *s, int priority) {
    * listener may drop or free any of them; one added meanwhile is appended
    * and already has the new priority (step 2 returns). A dependent is never
    * itself changing here (its only source is s), so no error can come back. */
-  pts_signal *d = s->prio_first;
+  pts_signal *d = prio_dep(pts__list_first(&s->prio_deps));
   if (d) d->refs++;
   while (d) {
     (void)priority_change(d, priority);
-    pts_signal *next = d->prio_next;
+    /* NULL also when d left the list meanwhile (its links are cleared). */
+    pts_signal *next = prio_dep(pts__list_next(&s->prio_deps, &d->prio_link));
     if (next) next->refs++;
     unref_internal(d);
     d = next;

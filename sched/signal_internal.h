@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "ptsched/signal.h"
+#include "sync/list.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -20,15 +21,15 @@ extern "C" {
 /* An algorithm registered on a signal. fn runs with the node; the node may be
  * removed (or its owner freed) from inside fn. */
 typedef struct pts__algo {
-  struct pts__algo *next, *prev; /* links owned by the signal; NULL when idle */
+  pts__list link; /* owned by the signal; unlinked when idle */
   void (*fn)(struct pts__algo *algo);
 } pts__algo;
 
 static inline void pts__algo_init(pts__algo *a, void (*fn)(pts__algo *)) {
-  a->next = a->prev = 0;
+  pts__list_node_init(&a->link);
   a->fn = fn;
 }
-static inline bool pts__algo_linked(const pts__algo *a) { return a->prev != 0; }
+static inline bool pts__algo_linked(const pts__algo *a) { return pts__list_linked(&a->link); }
 
 /* DOM "add" an abort algorithm: does nothing if the signal is aborted. */
 void pts__signal_add_abort_algo(pts_signal *s, pts__algo *a);

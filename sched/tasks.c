@@ -33,8 +33,7 @@ static void notify_not_run(sctx *c, stask *t, int status) {
 /* Stops and frees a pending delay. */
 void pts__sched_delay_drop(pts_scheduler *s, delay_blk *d, bool stop_timer) {
   if (stop_timer) pts__timer_stop(&d->timer);
-  if (d->prev) d->prev->next = d->next; else s->delayed = d->next;
-  if (d->next) d->next->prev = d->prev;
+  pts__list_remove(&d->link);
   s->ctx->stats.delayed_tasks--;
   pts__loop_pool_free(s->ctx->loop, d, sizeof *d);
 }
