@@ -72,10 +72,7 @@ pts_value pts_box_value(void *ptr, void (*destroy)(void *ptr)) {
   atomic_init(&b->refs, 1);
   b->ptr = ptr;
   b->destroy = destroy;
-  pts_value v;
-  v.kind = PTS_VALUE_BOX;
-  v.u.box = b;
-  return v;
+  return (pts_value){.kind = PTS_VALUE_BOX, .u = {.box = b}};
 }
 
 struct pts_thenable {
@@ -93,10 +90,7 @@ pts_value pts_thenable_value(pts_then_fn then, void *data, void (*destroy)(void 
   t->then = then;
   t->data = data;
   t->destroy = destroy;
-  pts_value v;
-  v.kind = PTS_VALUE_THENABLE;
-  v.u.thenable = t;
-  return v;
+  return (pts_value){.kind = PTS_VALUE_THENABLE, .u = {.thenable = t}};
 }
 
 pts_value pts__thenable_call(pts_thenable *t, pts_resolvers *r) {
