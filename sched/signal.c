@@ -33,9 +33,9 @@
 
 /* An abort-graph edge: source is NULL once unlinked. */
 typedef struct dep_link {
-  pts_signal *source;
+  pts_signal *source; /* NULL once unlinked */
   pts_signal *dep;
-  struct dep_link *next, *prev; /* in source's list of dependents */
+  pts__list link; /* on source's deps, in the order added */
 } dep_link;
 
 struct pts_signal {
@@ -55,7 +55,7 @@ struct pts_signal {
   dep_link *edges;
   uint32_t n_edges;
   uint32_t n_sources;
-  dep_link *deps_first, *deps_last;
+  pts__list deps; /* dep_link.link of the edges naming us */
   /* Priority graph: the (root) source signal, our place in its list, and
    * our own list of priority dependents. */
   pts_signal *prio_source;
@@ -132,6 +132,7 @@ static pts_signal *signal_alloc(pts_loop *loop, size_t base, size_t n_edges,
   pts__list_init(&s->abort_algos);
   pts__list_init(&s->prio_algos);
   pts__list_init(&s->prio_deps);
+  pts__list_init(&s->deps);
   pts__listeners_init(&s->listeners);
   s->edges = (dep_link *)((char *)s + base);
   atomic_fetch_add_explicit(&live_signals, 1, memory_order_relaxed);
@@ -164,28 +165,20 @@ static void unref_internal(pts_signal *s) {
   if (--s->refs == 0) collect(s);
 }
 
-static void deps_remove(pts_signal *src, dep_link *e) {
-  if (e->prev)
-    e->prev->next = e->next;
-  else
-    src->deps_first = e->next;
-  if (e->next)
-    e->next->prev = e->prev;
-  else
-    src->deps_last = e->prev;
-  e->next = e->prev = NULL;
+static void deps_remove(dep_link *e) {
+  pts__list_remove(&e->link);
   e->source = NULL;
 }
 
 static void deps_append(pts_signal *src, dep_link *e) {
   e->source = src;
-  e->next = NULL;
-  e->prev = src->deps_last;
-  if (src->deps_last)
-    src->deps_last->next = e;
-  else
-    src->deps_first = e;
-  src->deps_last = e;
+  pts__list_append(&src->deps, &e->link);
+}
+
+/* src's first abort dependent's edge, or NULL. */
+static dep_link *deps_first(pts_signal *src) {
+  pts__list *n = pts__list_first(&src->deps);
+  return n ? container_of(n, dep_link, link) : NULL;
 }
 
 static void prio_remove(pts_signal *d) {
@@ -208,7 +201,7 @@ static void unlink_abort_sources(pts_signal *d) {
   for (uint32_t i = 0; i < d->n_edges && d->n_sources > 0; i++) {
     dep_link *e = &d->edges[i];
     if (e->source) {
-      deps_remove(e->source, e);
+      deps_remove(e);
       d->n_sources--;
     }
   }
@@ -222,9 +215,9 @@ static void destroy(pts_signal *s) {
    * those nobody holds may now be unobservable (invariant 1: they have no
    * dependents of their own, so this goes one level deep). */
   dep_link *e;
-  while ((e = s->deps_first) != NULL) {
+  while ((e = deps_first(s)) != NULL) {
     pts_signal *d = e->dep;
-    deps_remove(s, e);
+    deps_remove(e);
     d->n_sources--;
     collect(d);
   }
@@ -296,8 +289,8 @@ static void signal_abort(pts_signal *s, pts_value reason) {
   /* 3-4. Every dependent is marked, sharing the same reason object, before
    * any algorithm or listener runs. Each is held until its steps have run. */
   pts_signal *to_abort = NULL, **tail = &to_abort;
-  for (dep_link *e = s->deps_first; e; e = e->next) {
-    pts_signal *d = e->dep;
+  pts__list_each(n, &s->deps) {
+    pts_signal *d = container_of(n, dep_link, link)->dep;
     if (is_aborted(d)) continue;
     d->reason = pts_value_copy(s->reason);
     d->refs++;
@@ -307,9 +300,9 @@ static void signal_abort(pts_signal *s, pts_value reason) {
   }
   /* Invariant 2: edges of aborted signals are dead weight. */
   dep_link *e;
-  while ((e = s->deps_first) != NULL) {
+  while ((e = deps_first(s)) != NULL) {
     e->dep->n_sources--;
-    deps_remove(s, e);
+    deps_remove(e);
   }
   unlink_abort_sources(s);
   for (pts_signal *d = to_abort; d; d = d->abort_next) unlink_abort_sources(d);
