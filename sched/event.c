@@ -19,9 +19,10 @@
 #include "loop/loop_internal.h"
 #include "sched/signal_internal.h"
 #include "sync/alloc.h"
+#include "sync/intrusive.h"
 
 struct pts__listener {
-  pts__listener *next, *prev;
+  pts__list link; /* on its type's list */
   pts_listener_fn fn;
   void *data;
   uint64_t seq;
@@ -30,9 +31,11 @@ struct pts__listener {
   bool is_handler; /* the on<event> attribute's listener; never deduplicated */
 };
 
+static pts__listener *node_of(pts__list *n) { return container_of(n, pts__listener, link); }
+
 void pts__listeners_init(pts__listeners *l) {
   for (int t = 0; t < PTS__EVENT_TYPE_COUNT; t++) {
-    l->first[t] = l->last[t] = NULL;
+    pts__list_init(&l->of_type[t]);
     l->count[t] = 0;
   }
   l->seq = 0;
@@ -42,27 +45,15 @@ void pts__listeners_init(pts__listeners *l) {
 
 void pts__listeners_clear(pts__listeners *l) {
   for (int t = 0; t < PTS__EVENT_TYPE_COUNT; t++) {
-    pts__listener *n = l->first[t];
-    while (n) {
-      pts__listener *next = n->next;
-      pts__free(n);
-      n = next;
-    }
-    l->first[t] = l->last[t] = NULL;
+    pts__list_each(n, &l->of_type[t]) pts__free(node_of(n));
+    pts__list_init(&l->of_type[t]);
     l->count[t] = 0;
   }
   l->dirty = false;
 }
 
-static void unlink_node(pts__listeners *l, int t, pts__listener *n) {
-  if (n->prev)
-    n->prev->next = n->next;
-  else
-    l->first[t] = n->next;
-  if (n->next)
-    n->next->prev = n->prev;
-  else
-    l->last[t] = n->prev;
+static void unlink_node(pts__listener *n) {
+  pts__list_remove(&n->link);
   pts__free(n);
 }
 
@@ -74,18 +65,12 @@ static void remove_node(pts__listeners *l, int t, pts__listener *n) {
   if (l->depth > 0)
     l->dirty = true;
   else
-    unlink_node(l, t, n);
+    unlink_node(n);
 }
 
 static void sweep(pts__listeners *l) {
-  for (int t = 0; t < PTS__EVENT_TYPE_COUNT; t++) {
-    pts__listener *n = l->first[t];
-    while (n) {
-      pts__listener *next = n->next;
-      if (n->removed) unlink_node(l, t, n);
-      n = next;
-    }
-  }
+  for (int t = 0; t < PTS__EVENT_TYPE_COUNT; t++)
+    pts__list_each(n, &l->of_type[t]) if (node_of(n)->removed) unlink_node(node_of(n));
   l->dirty = false;
 }
 
@@ -99,13 +84,7 @@ static int append(pts__listeners *l, int t, pts_listener_fn fn, void *data,
   n->once = once;
   n->removed = false;
   n->is_handler = is_handler;
-  n->next = NULL;
-  n->prev = l->last[t];
-  if (l->last[t])
-    l->last[t]->next = n;
-  else
-    l->first[t] = n;
-  l->last[t] = n;
+  pts__list_append(&l->of_type[t], &n->link);
   l->count[t]++;
   return 0;
 }
@@ -119,16 +98,18 @@ static bool valid_type(pts_event_type type) {
 int pts__listeners_add(pts__listeners *l, pts_event_type type,
                        pts_listener_fn fn, void *data, bool once) {
   if (!valid_type(type) || !fn) return PTS_EINVAL;
-  for (pts__listener *n = l->first[type]; n; n = n->next)
-    if (!n->removed && !n->is_handler && n->fn == fn && n->data == data)
-      return 0;
+  pts__list_each(p, &l->of_type[type]) {
+    pts__listener *n = node_of(p);
+    if (!n->removed && !n->is_handler && n->fn == fn && n->data == data) return 0;
+  }
   return append(l, (int)type, fn, data, once, false);
 }
 
 int pts__listeners_remove(pts__listeners *l, pts_event_type type,
                           pts_listener_fn fn, void *data) {
   if (!valid_type(type) || !fn) return PTS_EINVAL;
-  for (pts__listener *n = l->first[type]; n; n = n->next) {
+  pts__list_each(p, &l->of_type[type]) {
+    pts__listener *n = node_of(p);
     if (!n->removed && !n->is_handler && n->fn == fn && n->data == data) {
       remove_node(l, (int)type, n);
       return 0;
@@ -145,8 +126,8 @@ int pts__listeners_set_handler(pts__listeners *l, pts_event_type type,
                                pts_listener_fn fn, void *data) {
   if (!valid_type(type)) return PTS_EINVAL;
   pts__listener *h = NULL;
-  for (pts__listener *n = l->first[type]; n; n = n->next)
-    if (!n->removed && n->is_handler) h = n;
+  pts__list_each(p, &l->of_type[type])
+    if (!node_of(p)->removed && node_of(p)->is_handler) h = node_of(p);
   if (!fn) {
     if (h) remove_node(l, (int)type, h);
     return 0;
@@ -171,7 +152,11 @@ void pts__listeners_dispatch(pts_loop *loop, pts__listeners *l,
   if (!valid_type(event->type)) return;
   uint64_t limit = l->seq;
   l->depth++;
-  for (pts__listener *n = l->first[t]; n; n = n->next) {
+  /* Nodes stay linked while depth > 0 (removals only mark them), so the
+   * next node is read after the listener ran, as the list is then. */
+  pts__list *head = &l->of_type[t];
+  for (pts__list *p = head->next; p != head; p = p->next) {
+    pts__listener *n = node_of(p);
     if (n->seq >= limit) break; /* added during this dispatch */
     if (n->removed) continue;
     pts_listener_fn fn = n->fn;

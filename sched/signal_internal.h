@@ -76,8 +76,7 @@ size_t pts__signal_footprint(size_t n_links);
 #define PTS__EVENT_TYPE_COUNT 2
 typedef struct pts__listener pts__listener;
 typedef struct pts__listeners {
-  pts__listener *first[PTS__EVENT_TYPE_COUNT];
-  pts__listener *last[PTS__EVENT_TYPE_COUNT];
+  pts__list of_type[PTS__EVENT_TYPE_COUNT]; /* pts__listener.link, in registration order */
   uint32_t count[PTS__EVENT_TYPE_COUNT]; /* live (not removed) listeners */
   uint64_t seq;   /* registration counter: orders nodes, bounds a dispatch */
   uint32_t depth; /* dispatches of this target in progress */
