@@ -454,9 +454,9 @@ static uint32_t inbox_run(pts_loop *loop, uint32_t max, uint32_t *counts, bool *
       pts__inbox_pass_ran(&p, LAST_PICK_CLASS + CLS_FIFO);
     } else {
       /* The runner may run a whole run of commands in this call. */
-      pts__command *left = c->type->kind >= PTS__CMD_AGENT_TASK && loop->run_command != NULL
-                               ? loop->run_command(loop, c, &p)
-                               : c;
+      pts__command_kind k = c->type->kind;
+      bool runners = k == PTS__CMD_AGENT_TASK || k == PTS__CMD_AGENT_QUEUE;
+      pts__command *left = runners && loop->run_command != NULL ? loop->run_command(loop, c, &p) : c;
       if (left != NULL) {
         left->type->apply(left, 0);
         *applied = true;

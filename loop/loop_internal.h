@@ -160,9 +160,10 @@ bool pts__timer_stop(pts__timer *t);
  * kind: the kinds that carry a task may run it at once, as if it had been
  * queued and picked (MESSAGE by the loop itself, the AGENT_ kinds by the
  * loop's command runner, which adds the agents layer's admission and
- * ranks); every command that does not run in place is applied by its fn. */
+ * ranks); every command that does not run in place is applied by its type's
+ * apply. */
 typedef enum pts__command_kind {
-  PTS__CMD_APPLY = 0,   /* applied by fn, never run in place */
+  PTS__CMD_APPLY = 0,   /* applied by its type's apply, never run in place */
   PTS__CMD_MESSAGE,     /* a task of a loop's own sources (loop_impl.h, xreq) */
   PTS__CMD_AGENT_TASK,  /* the agents layer's postTask (agents/remote.c, xtask) */
   PTS__CMD_AGENT_QUEUE, /* the agents layer's ordinary task (agents/remote.c, xqueue) */
