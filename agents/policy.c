@@ -362,7 +362,7 @@ void pts__policy_layout(pts__worker *w, uint64_t now) {
   /* A new layout starts a new frame: slot k of it begins at origin + k * slot. */
   w->frame_origin = now;
   w->q_pass_run = UINT64_MAX - 1; /* the new frame's first pass starts a run */
-  if (w->policy == PTS__POLICY_QUANTIZED) quant_layout(w, now);
+  if (w->policy == PTS_POLICY_QUANTIZED) quant_layout(w, now);
 }
 
 void pts__policy_update(pts__worker *w, pts_agent *a, int u, bool ran,
@@ -417,7 +417,7 @@ void pts__policy_update(pts__worker *w, pts_agent *a, int u, bool ran,
       }
       break;
     }
-    case PTS__POLICY_QUANTIZED:
+    case PTS_POLICY_QUANTIZED:
       if (ran) {
         a->q_busy += cpu_ns;
         q_guard_learn(a, cpu_ns);
@@ -483,7 +483,7 @@ pts_agent *pts__policy_pick(pts__worker *w, uint64_t now, uint64_t *until) {
     case PTS_POLICY_RANDOMIZED:
       if (w->total == 0) return NULL;
       return w->arr->agents[fen_find(w, draw(w->rng, w->total))];
-    case PTS__POLICY_QUANTIZED:
+    case PTS_POLICY_QUANTIZED:
       return quant_pick(w, now, until);
     default: {
       if (w->nagents == 0) return NULL;

@@ -139,7 +139,7 @@ uint64_t pts__stat_now_slow(void) { return pts__now_ns(); }
 
 const char *pts_policy_name(int policy) {
   static const char *const names[PTS_POLICY_COUNT] = {
-      "strict", "round-robin", "fair", "randomized", "time-partitioned"};
+      "strict", "round-robin", "fair", "randomized", "time-partitioned", "quantized"};
   return (unsigned)policy < PTS_POLICY_COUNT ? names[policy] : NULL;
 }
 
@@ -242,17 +242,18 @@ static void stop_workers(pts_pool *pool) {
 }
 
 static int pool_create(const pts_pool_options *opts, const pts__quant_options *q,
-                       int npolicies, pts_pool **out) {
+                       pts_pool **out) {
   if (out == NULL) return PTS_EINVAL;
   pts_pool_options o = {0}; /* PTS_POLICY_STRICT is 0 */
   if (opts != NULL) o = *opts;
-  if ((unsigned)o.policy >= (unsigned)npolicies) return PTS_EINVAL;
+  if ((unsigned)o.policy >= PTS_POLICY_COUNT) return PTS_EINVAL;
   if (o.quantum_ns > PTS__QUANTUM_MAX_NS) return PTS_EINVAL;
   if (o.watchdog_ns != 0 && (o.watchdog_ns < PTS__WD_MIN_NS || o.watchdog_ns > PTS__WD_MAX_NS))
     return PTS_EINVAL;
   if (o.quantum_ns == 0) o.quantum_ns = PTS_QUANTUM_DEFAULT_NS;
   pts__quant_options qo = {0, 0, 0, 0, false};
   if (q != NULL) qo = *q;
+  else qo.slot_ns = o.slot_ns; /* the public options: slot_ns is both policies' slot */
   pts__quant_defaults(&qo);
   if (qo.frame_slots > PTS__Q_MAX_SLOTS) return PTS_EINVAL;
   if (o.threads == 0) {
@@ -315,16 +316,12 @@ fail:
 }
 
 int pts_pool_new(const pts_pool_options *opts, pts_pool **out) {
-  return pool_create(opts, NULL, PTS_POLICY_COUNT, out);
+  return pool_create(opts, NULL, out);
 }
 
 int pts__pool_new_ext(const pts_pool_options *opts, const pts__quant_options *q,
                       pts_pool **out) {
-  return pool_create(opts, q, PTS__POLICY_COUNT_ALL, out);
-}
-
-const char *pts__policy_name_ext(int policy) {
-  return policy == PTS__POLICY_QUANTIZED ? "quantized" : pts_policy_name(policy);
+  return pool_create(opts, q, out);
 }
 
 unsigned pts_pool_threads(const pts_pool *pool) { return pool ? pool->n : 0; }

@@ -1,12 +1,9 @@
 /* agents/study.h: what the agents layer offers the security study (issue 8)
- * beyond the public API: a sixth, non-work-conserving inter-loop policy
- * (quantized partitioning) and a virtual pool thread that drives the real
- * policy code and real loops in virtual time with a cost model, so leakage
- * and cost are exact and reproducible (docs/security.md).
- *
- * Nothing here changes the public enum: PTS_POLICY_COUNT stays 5 (suites
- * iterate over it), and the extra policy is reachable only through
- * pts__pool_new_ext() and the virtual thread.
+ * beyond the public API: the quantized policy's knobs (its frame, epoch and
+ * padded pass; the policy itself is public since 5.2, PTS_POLICY_QUANTIZED)
+ * and a virtual pool thread that drives the real policy code and real loops
+ * in virtual time with a cost model, so leakage and cost are exact and
+ * reproducible (docs/security.md).
  *
  * Threads: pts__pool_new_ext as pts_pool_new. A virtual thread and its loops
  * belong to the thread that created them; nothing in it is thread-safe.
@@ -51,8 +48,6 @@ extern "C" {
  * agent's slot would take that agent's time (the flood attacker on the real
  * clock counted it: 0.019 bit/window on S1). The pool marks such an agent
  * stale (q_stale) and polls it when its own slot begins. */
-#define PTS__POLICY_QUANTIZED PTS_POLICY_COUNT
-#define PTS__POLICY_COUNT_ALL (PTS_POLICY_COUNT + 1)
 #define PTS__Q_MAX_SLOTS 256
 /* Step-length histogram of the guard: 8 buckets per octave from 1 us
  * (2^10 ns) to 2^26 ns (67 ms); longer steps fall in the last bucket. */
@@ -100,11 +95,9 @@ uint64_t pts__quant_run(struct pts__worker *w, uint64_t now);
  * thread (one seq_cst load). */
 bool pts__agent_signal_pending(const struct pts_agent *a);
 
-/* "quantized" for PTS__POLICY_QUANTIZED, else pts_policy_name(policy). */
-const char *pts__policy_name_ext(int policy);
-
-/* pts_pool_new accepting PTS__POLICY_QUANTIZED too; q may be NULL
- * (defaults). Same ownership and errors as pts_pool_new. */
+/* pts_pool_new with the quantized policy's knobs; q may be NULL (the
+ * defaults, as pts_pool_new: slot_ns from opts). Same ownership and errors
+ * as pts_pool_new. */
 int pts__pool_new_ext(const pts_pool_options *opts, const pts__quant_options *q,
                       pts_pool **out);
 
@@ -125,7 +118,7 @@ int pts__pool_new_ext(const pts_pool_options *opts, const pts__quant_options *q,
 typedef struct pts__vthread pts__vthread;
 
 typedef struct pts__vthread_options {
-  int policy;                /* pts_policy or PTS__POLICY_QUANTIZED */
+  int policy;                /* a pts_policy */
   uint64_t seed;             /* randomized */
   uint64_t slot_ns;          /* time-partitioned; 0 = 1 ms */
   pts__quant_options quant;  /* quantized */

@@ -36,7 +36,7 @@ static void wake_noop(void *ctx) { (void)ctx; }
 
 int pts__vthread_new(const pts__vthread_options *opts, pts__vthread **out) {
   if (opts == NULL || out == NULL) return PTS_EINVAL;
-  if ((unsigned)opts->policy >= PTS__POLICY_COUNT_ALL) return PTS_EINVAL;
+  if ((unsigned)opts->policy >= PTS_POLICY_COUNT) return PTS_EINVAL;
   pts__vthread *t = pts__calloc(1, sizeof *t);
   if (t == NULL) return PTS_ENOMEM;
   t->cap = opts->max_agents ? opts->max_agents : 16;

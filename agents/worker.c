@@ -512,7 +512,7 @@ static bool drain_control(pts__worker *w) {
 /* Quantized: whether a's poll waits for its own slot (study.h): true when
  * the slot at now belongs to another agent. */
 static bool quant_defer(pts__worker *w, pts_agent *a, uint64_t now) {
-  if (w->policy != PTS__POLICY_QUANTIZED) return false;
+  if (w->policy != PTS_POLICY_QUANTIZED) return false;
   pts_agent *owner = pts__quant_owner(w, now);
   if (owner == NULL || owner == a) return false;
   a->q_stale = true;
@@ -539,7 +539,7 @@ static void drain_signaled(pts__worker *w) {
     /* Wake protocol step 3: off the queue first, then clear, then poll. */
     atomic_store_explicit(&a->signaled, false, memory_order_seq_cst);
     if (!a->attached) continue;
-    if (now == 0 && w->policy == PTS__POLICY_QUANTIZED) now = pts__now_ns();
+    if (now == 0 && w->policy == PTS_POLICY_QUANTIZED) now = pts__now_ns();
     if (!quant_defer(w, a, now)) refresh(w, a, false, 0, alone(w));
   }
 }
@@ -563,7 +563,7 @@ static void fire_timers(pts__worker *w, uint64_t now) {
     if (!quant_defer(w, a, now)) refresh(w, a, false, 0, false);
   }
   /* Quantized: the slot's owner gets the polls it was denied. */
-  if (w->policy == PTS__POLICY_QUANTIZED) {
+  if (w->policy == PTS_POLICY_QUANTIZED) {
     pts_agent *owner = pts__quant_owner(w, now);
     if (owner != NULL && owner->q_stale) refresh(w, owner, false, 0, false);
   }
@@ -594,7 +594,7 @@ static void quant_learn(uint64_t late) {
  * wake-up queue and the timers alone: no pass is due in this run of the
  * owner's slots and the slot's owner has work. */
 static bool quant_holding(pts__worker *w, uint64_t now) {
-  if (w->policy != PTS__POLICY_QUANTIZED || w->pool->q.no_hold) return false;
+  if (w->policy != PTS_POLICY_QUANTIZED || w->pool->q.no_hold) return false;
   if (pts__quant_run(w, now) != w->q_pass_run) return false; /* a pass is due */
   pts_agent *owner = pts__quant_owner(w, now);
   return owner != NULL && owner->urgency != PTS__URGENCY_NONE;
@@ -605,7 +605,7 @@ static bool quant_holding(pts__worker *w, uint64_t now) {
  * passes read them only while the slot's owner has nothing to run. */
 static bool quant_hold(pts__worker *w, uint64_t now, uint64_t *pad_end) {
   *pad_end = 0;
-  if (w->policy != PTS__POLICY_QUANTIZED || w->pool->q.no_hold) return false;
+  if (w->policy != PTS_POLICY_QUANTIZED || w->pool->q.no_hold) return false;
   uint64_t k = pts__quant_run(w, now);
   if (k != w->q_pass_run) {
     w->q_pass_run = k;
@@ -630,7 +630,7 @@ static void idle(pts__worker *w, uint64_t until) {
   uint64_t slot_start = UINT64_MAX;
   /* A wake-up the hold keeps may be the next owner's: spin for it too, so
    * that owner starts on its boundary (its poll comes with the pass). */
-  if (w->policy == PTS__POLICY_QUANTIZED && until != UINT64_MAX &&
+  if (w->policy == PTS_POLICY_QUANTIZED && until != UINT64_MAX &&
       (pts__quant_owner_ready(w, until) ||
        (!w->pool->q.no_hold && !pts__mpsc_is_empty(&w->signaled))))
     slot_start = until;
@@ -702,7 +702,7 @@ void *pts__worker_main(void *arg) {
   pts__tls_worker = w;
   /* Quantized: timed parks end at slot boundaries; the default 50 us timer
    * slack alone would overshoot a slot's start window. */
-  if (w->policy == PTS__POLICY_QUANTIZED) (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  if (w->policy == PTS_POLICY_QUANTIZED) (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   bool exact = exact_rounds(w);
   w->r_limit = 1;
   round_restart(w);

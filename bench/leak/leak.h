@@ -79,9 +79,9 @@ typedef enum lk_secret { LK_S1 = 0, LK_S2, LK_S3 } lk_secret;
 typedef enum lk_attacker { LK_CHAIN = 0, LK_FLOOD, LK_PAIRS, LK_COUNTER, LK_INBOX } lk_attacker;
 #define LK_SECRETS 3
 #define LK_ATTACKERS 4
-/* Policies: pts_policy values, PTS__POLICY_QUANTIZED (5), or this. */
-#define LK_SEPARATE 6
-#define LK_POLICIES 7
+/* Policies: pts_policy values (quantized included), or this. */
+#define LK_SEPARATE PTS_POLICY_COUNT
+#define LK_POLICIES (PTS_POLICY_COUNT + 1)
 /* Runner key part of a policy ("strict", "round_robin", ..., "quantized",
  * "separate_threads"), and the names of secrets and attackers. */
 const char *lk_policy_key(int policy);

@@ -50,7 +50,7 @@ static int cmp_d(const void *a, const void *b) {
 
 
 int main(int argc, char **argv) {
-  lk_config a = {PTS__POLICY_QUANTIZED, LK_S1, LK_PAIRS, 3000, 1, NULL, 0, 0, 0, LK_WORK_SPIN, false, false};
+  lk_config a = {PTS_POLICY_QUANTIZED, LK_S1, LK_PAIRS, 3000, 1, NULL, 0, 0, 0, LK_WORK_SPIN, false, false};
   int reps = 4;
   int cost_ms = 0, idle_ms = 0;
   const char *dump = NULL; /* dump=FILE: window,secret,obs,excluded,start-times per trace */

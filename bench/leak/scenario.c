@@ -949,7 +949,7 @@ int lk_cost_real(int policy, uint64_t busy_span_ns, uint64_t idle_span_ns, lk_co
     who *wh = calloc(2, sizeof *wh);
     lk_trace tr;
     memset(&tr, 0, sizeof tr);
-    uint64_t warm = policy == PTS__POLICY_QUANTIZED && scen == 1 ? 1100000000u : 50000000u;
+    uint64_t warm = policy == PTS_POLICY_QUANTIZED && scen == 1 ? 1100000000u : 50000000u;
     tr.caplat = (span_ns + warm) / (IDLE_PERIOD_NS / 2) + 16;
     tr.lat_ns = malloc(tr.caplat * sizeof *tr.lat_ns);
     if (rc == 0 && (c == NULL || v == NULL || wh == NULL || tr.lat_ns == NULL)) rc = PTS_ENOMEM;

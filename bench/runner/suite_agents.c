@@ -24,6 +24,11 @@
 #include "ptsched.h"
 #include "ptsched/agents.h"
 
+/* The policies the scale, latency and fairness suites compare: the five
+ * before quantized (public since 5.2). Quantized is measured by the leak
+ * suite (suite_leak.c), on its leakage and its costs. */
+#define RB_POLICIES PTS_POLICY_QUANTIZED
+
 static pts_scheduler *agent_scheduler(pts_agent *a) {
   return pts_global_scheduler(pts_loop_default_global(pts_agent_loop(a)));
 }
@@ -782,7 +787,7 @@ void rb_suite_scale(rb_ctx *ctx) {
                          "set logscale x 2\nset key outside right\nset grid\nplot ");
   int first = 1;
   for (unsigned threads = 1; threads <= 2; threads++) {
-    for (int p = 0; p < PTS_POLICY_COUNT; p++) {
+    for (int p = 0; p < RB_POLICIES; p++) {
       policy_key(pk, sizeof pk, p);
       size_t n = p == PTS_POLICY_TIME_PARTITIONED ? total_slots : total;
       rb_progress(ctx, "policy %s, %u thread(s), agents up to %zu, %zu tasks per run",
@@ -928,14 +933,14 @@ ALAT(1)
 ALAT(2)
 ALAT(3)
 ALAT(4)
-static const rb_lat_fn alat_fns[PTS_POLICY_COUNT] = {alat_0, alat_1, alat_2, alat_3, alat_4};
+static const rb_lat_fn alat_fns[RB_POLICIES] = {alat_0, alat_1, alat_2, alat_3, alat_4};
 
 void rb_agents_latency_part(rb_ctx *ctx) {
   const uint64_t bg_ns = 5000, gap_ns = 40000;
   size_t k = rb_n(ctx, 600, 100);
-  char scen[PTS_POLICY_COUNT][48], cdf[PTS_POLICY_COUNT][64], pk[32];
-  lat_sys sys[PTS_POLICY_COUNT];
-  for (int p = 0; p < PTS_POLICY_COUNT; p++) {
+  char scen[RB_POLICIES][48], cdf[RB_POLICIES][64], pk[32];
+  lat_sys sys[RB_POLICIES];
+  for (int p = 0; p < RB_POLICIES; p++) {
     policy_key(pk, sizeof pk, p);
     snprintf(scen[p], sizeof scen[p], "policy_%s", pk);
     snprintf(cdf[p], sizeof cdf[p], "latency_cdf_%s.dat", pk);
@@ -949,16 +954,16 @@ void rb_agents_latency_part(rb_ctx *ctx) {
   rb_lat_budget_ns = ctx->opt.quick ? 150000000u : 400000000u;
   /* Go beside them (no priorities: the urgent task waits for a thread). */
   const char *why = NULL;
-  size_t nsys = PTS_POLICY_COUNT;
-  lat_sys all[PTS_POLICY_COUNT + 1];
+  size_t nsys = RB_POLICIES;
+  lat_sys all[RB_POLICIES + 1];
   memcpy(all, sys, sizeof sys);
   if (rb_go_prepare(ctx->workspace, ctx->outdir, &why) != NULL)
     all[nsys++] = (lat_sys){"go_ub_under_bg_flood", RB_PEER, rb_go_latency, "latency_cdf_go.dat"};
   else
     rb_unavailable_add(ctx, "latency.go", "%s", why);
-  bool ok[PTS_POLICY_COUNT + 1];
+  bool ok[RB_POLICIES + 1];
   rb_lat_measure(ctx, all, nsys, bg_ns, gap_ns, k, ok);
-  if (nsys > PTS_POLICY_COUNT && ok[PTS_POLICY_COUNT]) {
+  if (nsys > RB_POLICIES && ok[RB_POLICIES]) {
     rb_ratio_target(ctx, "latency.policy_strict.x_go_p99", "latency.policy_strict.p99_us",
                     "latency.go_ub_under_bg_flood.p99_us", 0.1, "<= 0.1x Go's p99", "issue 30");
     rb_ratio_info(ctx, "latency.policy_round_robin.x_go_p99", "latency.policy_round_robin.p99_us",
@@ -971,7 +976,7 @@ void rb_agents_latency_part(rb_ctx *ctx) {
                          "set logscale x\nset key bottom right\nset grid\nplot ");
   int first = 1;
   static const char *const figs[] = {"p50_us", "p99_us", "p999_us"};
-  for (int p = 0; p < PTS_POLICY_COUNT; p++) {
+  for (int p = 0; p < RB_POLICIES; p++) {
     if (!ok[p]) continue;
     for (int i = 0; i < 3; i++) {
       char key[RB_KEY_MAX], peer[RB_KEY_MAX];
@@ -1050,13 +1055,13 @@ void rb_suite_fairness(rb_ctx *ctx) {
   FILE *f = rb_data_open(ctx, "fairness.dat");
   if (f) {
     fprintf(f, "tenant expected");
-    for (int p = 0; p < PTS_POLICY_COUNT; p++) fprintf(f, " %s", pts_policy_name(p));
+    for (int p = 0; p < RB_POLICIES; p++) fprintf(f, " %s", pts_policy_name(p));
     fprintf(f, "\n");
   }
-  double shares[PTS_POLICY_COUNT][TENANTS];
-  bool have[PTS_POLICY_COUNT] = {false};
+  double shares[RB_POLICIES][TENANTS];
+  bool have[RB_POLICIES] = {false};
   char pk[32], key[RB_KEY_MAX], scen[64];
-  for (int p = 0; p < PTS_POLICY_COUNT; p++) {
+  for (int p = 0; p < RB_POLICIES; p++) {
     rb_progress(ctx, "policy %s: %d tenants (weights 1,1,2,4; task costs 1,3,1,2 us) on one thread, %.0f ms per run",
                 pts_policy_name(p), TENANTS, (double)dur / 1e6);
     policy_key(pk, sizeof pk, p);
@@ -1099,7 +1104,7 @@ void rb_suite_fairness(rb_ctx *ctx) {
   if (f) {
     for (int i = 0; i < TENANTS; i++) {
       fprintf(f, "t%d(w%u) %.4f", i, tenant_weight[i], tenant_weight[i] / wsum);
-      for (int p = 0; p < PTS_POLICY_COUNT; p++) {
+      for (int p = 0; p < RB_POLICIES; p++) {
         if (have[p]) fprintf(f, " %.4f", shares[p][i]);
         else fprintf(f, " 0");
       }
@@ -1111,7 +1116,7 @@ void rb_suite_fairness(rb_ctx *ctx) {
                 "set style fill solid 0.8 border -1\nset ylabel 'share of CPU time'\n"
                 "set yrange [0:*]\nset key outside right\nset grid ytics\n"
                 "plot for [i=2:%d] 'data/fairness.dat' using i:xtic(1) title columnheader(i)\n",
-                PTS_POLICY_COUNT + 2);
+                RB_POLICIES + 2);
   }
 }
 

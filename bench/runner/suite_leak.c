@@ -96,7 +96,7 @@ static void rec_bits(rb_ctx *ctx, const char *pol, const char *fig, double bits,
  * on both clocks. */
 static void cost_target(rb_ctx *ctx, int p, const char *fig, double target, const char *text) {
   char key[RB_KEY_MAX];
-  if (p == PTS__POLICY_QUANTIZED && rb_key_make(key, sizeof key, "leak", lk_policy_key(p), fig) == 0) {
+  if (p == PTS_POLICY_QUANTIZED && rb_key_make(key, sizeof key, "leak", lk_policy_key(p), fig) == 0) {
     rb_target(ctx, key, target, text);
     rb_target_from(ctx, key, "issue 8");
   }
@@ -306,7 +306,7 @@ static void real_victim_p99(study *st, int p, lk_trace *tr) {
   const char *pk = lk_policy_key(p);
   st->rows[p].r_p99_ns = l[(size_t)ceil(0.99 * n) - 1];
   rec1(st->ctx, pk, "real_victim_p99_us", "us", st->rows[p].r_p99_ns / 1000.0);
-  if (p == PTS__POLICY_QUANTIZED) {
+  if (p == PTS_POLICY_QUANTIZED) {
     char key[RB_KEY_MAX];
     if (rb_key_make(key, sizeof key, "leak", pk, "real_victim_p99_us") == 0) {
       rb_target(st->ctx, key, 4000, "<= one slot frame (4 ms)");
@@ -356,7 +356,7 @@ static bool real_chain_secret(study *st, int p, int s, uint32_t win) {
             win, r.mi_mm, r.mi_plugin, r.ci_lo, r.ci_hi, r.floor95, r.accuracy, r.fano_acc,
             r.bits_per_s, (unsigned long long)tr.victim_done,
             (unsigned long long)tr.victim_posted, tr.nexcluded, lk_load1());
-    if (p == PTS__POLICY_QUANTIZED || p == PTS_POLICY_TIME_PARTITIONED) {
+    if (p == PTS_POLICY_QUANTIZED || p == PTS_POLICY_TIME_PARTITIONED) {
       rb_target(ctx, key, 0.001, "<= 0.001 bit/window (best shared-thread policy)");
       rb_target_from(ctx, key, "issue 8");
     }
@@ -376,7 +376,7 @@ static bool real_chain_secret(study *st, int p, int s, uint32_t win) {
 static void real_chain(study *st, int p) {
   /* Long mode: strict (the leak shown) and quantized (the bound) get the
    * long traces; the others keep the default length. */
-  uint32_t win = st->lng && (p == PTS__POLICY_QUANTIZED || p == PTS_POLICY_STRICT) ? LONG_WINDOWS
+  uint32_t win = st->lng && (p == PTS_POLICY_QUANTIZED || p == PTS_POLICY_STRICT) ? LONG_WINDOWS
                                                                                    : st->rwin;
   rb_progress(st->ctx, "real clock: %s, S1 and S2, %u windows each", lk_policy_key(p), win);
   st->rows[p].real_ok = true;
@@ -388,7 +388,7 @@ static void real_chain(study *st, int p) {
  * attackers too (the table's real columns then show the largest leak). */
 static void real_other_attackers(study *st) {
   rb_ctx *ctx = st->ctx;
-  const int p = PTS__POLICY_QUANTIZED;
+  const int p = PTS_POLICY_QUANTIZED;
   row *rw = &st->rows[p];
   const char *pk = lk_policy_key(p);
   uint32_t win = st->lng ? LONG_WINDOWS : st->rwin;
@@ -437,7 +437,7 @@ static void quantized_bounds(study *st) {
       {"_ci95_hi", 0.002, "upper end of the 95% interval < 0.002 (long mode)"},
   };
   rb_ctx *ctx = st->ctx;
-  const int p = PTS__POLICY_QUANTIZED;
+  const int p = PTS_POLICY_QUANTIZED;
   for (int s = 0; s < 2; s++) {
     for (int b = 0; b < 2; b++) {
       char fig[64], key[RB_KEY_MAX];
@@ -466,8 +466,8 @@ static void two_threads(study *st) {
   bool lng = st->lng;
   uint32_t rwin = st->rwin;
   double two_max[2] = {0, 0}, two_hi[2] = {0, 0};
-  for (int p = 0; p < PTS__POLICY_COUNT_ALL; p++) {
-    bool q = p == PTS__POLICY_QUANTIZED;
+  for (int p = 0; p < PTS_POLICY_COUNT; p++) {
+    bool q = p == PTS_POLICY_QUANTIZED;
     if (!lng && !q && p != PTS_POLICY_STRICT) continue;
     int na = lng && q ? LK_ATTACKERS : 1;
     uint32_t win = lng && q ? LONG_WINDOWS : lng ? rwin : rwin / 2; /* default: a smoke */
@@ -500,9 +500,9 @@ static void two_threads(study *st) {
 static void inbox_channel(study *st) {
   bool lng = st->lng;
   uint32_t rwin = st->rwin;
-  for (int p = 0; p < PTS__POLICY_COUNT_ALL; p++) {
-    if (p != PTS_POLICY_STRICT && p != PTS__POLICY_QUANTIZED) continue;
-    uint32_t win = lng && p == PTS__POLICY_QUANTIZED ? LONG_WINDOWS / 2 : lng ? rwin : rwin / 2;
+  for (int p = 0; p < PTS_POLICY_COUNT; p++) {
+    if (p != PTS_POLICY_STRICT && p != PTS_POLICY_QUANTIZED) continue;
+    uint32_t win = lng && p == PTS_POLICY_QUANTIZED ? LONG_WINDOWS / 2 : lng ? rwin : rwin / 2;
     rb_progress(st->ctx, "real clock, inbox attacker: %s, same and two threads, %u windows",
                 lk_policy_key(p), win);
     for (int th = 0; th < 2; th++)
@@ -522,8 +522,8 @@ static void inbox_channel(study *st) {
  * J = TPR - FPR and the error of the recovered intervals (Loophole: 1.4 ms). */
 static void real_keystrokes(study *st) {
   rb_ctx *ctx = st->ctx;
-  for (int p = 0; p < PTS__POLICY_COUNT_ALL; p++) {
-    if (p != PTS_POLICY_STRICT && p != PTS__POLICY_QUANTIZED) continue;
+  for (int p = 0; p < PTS_POLICY_COUNT; p++) {
+    if (p != PTS_POLICY_STRICT && p != PTS_POLICY_QUANTIZED) continue;
     const char *pk = lk_policy_key(p);
     rb_progress(ctx, "real clock, S3: %s, %u windows", pk, LONG_S3_WINDOWS);
     lk_config c = {p, LK_S3, LK_CHAIN, LONG_S3_WINDOWS, 77, NULL, 0, 0, 0, LK_WORK_SPIN,
@@ -559,7 +559,7 @@ static void real_costs(study *st) {
     row *rw = &st->rows[p];
     lk_cost co;
     uint64_t span = (uint64_t)(COST_SPAN_NS * st->scale), idle = span;
-    if (p == PTS__POLICY_QUANTIZED || p == LK_SEPARATE)
+    if (p == PTS_POLICY_QUANTIZED || p == LK_SEPARATE)
       idle = st->lng ? LONG_P99_SPAN_NS : (uint64_t)(P99_SPAN_NS * st->scale);
     rb_progress(ctx, "real clock costs: %s (idle scenario %.1f s)", lk_policy_key(p), idle / 1e9);
     if (lk_cost_real(p, span, idle, &co) != 0) {

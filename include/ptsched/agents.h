@@ -60,12 +60,20 @@ typedef enum pts_policy {
   PTS_POLICY_ROUND_ROBIN,      /**< one task per ready loop in turn */
   PTS_POLICY_FAIR,             /**< least CPU time used per unit of weight */
   PTS_POLICY_RANDOMIZED,       /**< weighted lottery among ready loops, seeded */
-  PTS_POLICY_TIME_PARTITIONED  /**< fixed slots per loop; idle slots stay idle */
+  PTS_POLICY_TIME_PARTITIONED, /**< fixed slots per loop; idle slots stay idle */
+  /** Since 5.2: fixed slots whose shares change only once an epoch, from
+   * each loop's use; idle slots stay idle. Co-located tenants learn at
+   * most one bit each per epoch about each other's timing, for a few
+   * points of throughput and up to a frame of wait (docs/security.md,
+   * "For host operators"). Slot: pts_pool_options.slot_ns (0 = 250 us); a
+   * frame of 16 slots (or one per loop, if more); an epoch of 250 frames. */
+  PTS_POLICY_QUANTIZED
 } pts_policy;
-/** Number of policies. */
-#define PTS_POLICY_COUNT 5
+/** Number of policies (6 since 5.2, 5 before). */
+#define PTS_POLICY_COUNT 6
 /** A policy's name: "strict", "round-robin", "fair", "randomized",
- * "time-partitioned"; NULL if unknown. A static string. Any thread. */
+ * "time-partitioned", "quantized"; NULL if unknown. A static string. Any
+ * thread. */
 PTS_EXTERN const char *pts_policy_name(int policy);
 
 /** Limits of one agent (since 5.0; docs/agents.md, "Quotas"). Each field
@@ -131,13 +139,15 @@ typedef struct pts_pool_options {
   unsigned threads;  /**< number of threads; 0 = number of online cores */
   pts_policy policy; /**< the inter-loop policy of every thread */
   uint64_t seed;     /**< randomized policy: the lottery's seed */
-  uint64_t slot_ns;  /**< time-partitioned slot length; 0 = 1 ms */
+  /** Slot length: time-partitioned's (0 = 1 ms) and, since 5.2,
+   * quantized's (0 = 250 us). */
+  uint64_t slot_ns;
   /** Load balancing (since 1.0): an idle thread takes a whole loop (with the
    * other agents of its origin on that thread) from a thread with more than
    * one ready loop, with hysteresis (docs/agents.md, "Migration"). Applies
    * to the strict, round-robin, fair and randomized policies; ignored under
-   * time-partitioned (a move on load would undo what it hides). false (the
-   * default): placement is static, as before. */
+   * time-partitioned and quantized (a move on load would undo what they
+   * hide). false (the default): placement is static, as before. */
   bool balance;
   /** How long a loop may keep its thread in a row (since 4.0), in ns of
    * its steps: a turn under round-robin, a draw under randomized, a run
@@ -149,7 +159,8 @@ typedef struct pts_pool_options {
    * steps), or earlier when the loop has nothing left. 1 = one step per
    * turn, the policies' meaning before 4.0; 0 = PTS_QUANTUM_DEFAULT_NS; at
    * most 1 s.
-   * Ignored by time-partitioned (its slots are the turns). docs/agents.md,
+   * Ignored by time-partitioned and quantized (their slots are the turns).
+   * docs/agents.md,
    * "Switches between loops". */
   uint64_t quantum_ns;
   /** Every agent's limits where its own pts_agent_options.limits has 0
@@ -481,7 +492,9 @@ typedef struct pts_thread_stats {
   /** Time-partitioned: CLOCK_MONOTONIC ns at which the thread's current frame
    * began; slot k starts at frame_origin_ns + k * slot_ns and belongs to the
    * thread's agent number k mod agents, in placement order. A new frame
-   * begins whenever an agent is added to or removed from the thread. */
+   * begins whenever an agent is added to or removed from the thread.
+   * Quantized: the origin of its frames, whose slots' owners follow from
+   * the agents' levels (docs/security.md). */
   uint64_t frame_origin_ns;
   /**@{*/
   /** Loops moved in and out of this thread (since 1.0), and the time the

@@ -64,3 +64,10 @@ void pts_test_agent_waker(pts_agent *a, int delta) {
 /* The agent's wake token. */
 bool pts_test_agent_signaled(pts_agent *a);
 bool pts_test_agent_signaled(pts_agent *a) { return atomic_load(&a->signaled); }
+
+/* The pool's quantized slot length and whether it balances (as decided
+ * from its options by pts_pool_new). */
+uint64_t pts_test_pool_slot_ns(pts_pool *p);
+uint64_t pts_test_pool_slot_ns(pts_pool *p) { return p->q.slot_ns; }
+bool pts_test_pool_balances(pts_pool *p);
+bool pts_test_pool_balances(pts_pool *p) { return p->balance; }

@@ -23,6 +23,7 @@ TEST_F(PoolTest, PolicyNames) {
   EXPECT_STREQ("fair", pts_policy_name(PTS_POLICY_FAIR));
   EXPECT_STREQ("randomized", pts_policy_name(PTS_POLICY_RANDOMIZED));
   EXPECT_STREQ("time-partitioned", pts_policy_name(PTS_POLICY_TIME_PARTITIONED));
+  EXPECT_STREQ("quantized", pts_policy_name(PTS_POLICY_QUANTIZED));
   EXPECT_EQ(nullptr, pts_policy_name(PTS_POLICY_COUNT));
   EXPECT_EQ(nullptr, pts_policy_name(-1));
 }

@@ -11,21 +11,46 @@
 
 #include "agents/study.h"
 #include "ptsched.h"
+#include "tests/agents/util.h"
 
 namespace {
-
-TEST(Quantized, PublicConstructorStillRejectsIt) {
-  pts_pool_options o = {1, static_cast<pts_policy>(PTS__POLICY_QUANTIZED), 0, 0, false, 0, {0, 0, 0}, 0, nullptr, nullptr};
-  pts_pool *p = nullptr;
-  EXPECT_EQ(pts_pool_new(&o, &p), PTS_EINVAL);
-  EXPECT_STREQ(pts__policy_name_ext(PTS__POLICY_QUANTIZED), "quantized");
-  EXPECT_STREQ(pts__policy_name_ext(PTS_POLICY_FAIR), "fair");
-}
 
 std::atomic<int> ran{0};
 pts_value count(void *, int status) {
   if (status == 0) ran++;
   return pts_undefined();
+}
+
+// Since 5.2 the policy is public: pts_pool_new takes it, under its name, and
+// slot_ns sets its slot as it sets time-partitioned's (0: the study's 250 us).
+TEST(Quantized, PublicPoolRunsEveryAgentsTasks) {
+  EXPECT_STREQ(pts_policy_name(PTS_POLICY_QUANTIZED), "quantized");
+  EXPECT_EQ(pts_policy_name(PTS_POLICY_COUNT), nullptr);
+  for (uint64_t slot : {UINT64_C(0), UINT64_C(100000)}) {
+    pts_pool_options o = {};
+    o.threads = 1;
+    o.policy = PTS_POLICY_QUANTIZED;
+    o.slot_ns = slot;
+    o.balance = true;  // ignored: moves on load would undo what it hides
+    pts_pool *p = nullptr;
+    ASSERT_EQ(pts_pool_new(&o, &p), 0);
+    EXPECT_EQ(pts_test_pool_slot_ns(p), slot ? slot : 250000u);
+    EXPECT_FALSE(pts_test_pool_balances(p));
+    pts_agent *a[2];
+    for (auto &x : a) {
+      pts_agent_options ao = PTS_AGENT_OPTIONS_INIT;
+      ao.thread = 0;
+      ASSERT_EQ(pts_agent_new(p, &ao, &x), 0);
+    }
+    ran = 0;
+    for (int i = 0; i < 200; i++)
+      for (auto *x : a)
+        ASSERT_EQ(pts_agent_post_task(x, nullptr, count, nullptr, nullptr, nullptr, nullptr), 0);
+    for (auto *x : a) ASSERT_EQ(pts_agent_drain(x), 0);
+    EXPECT_EQ(ran.load(), 400);
+    EXPECT_EQ(pts_pool_shutdown(p), 0);
+    for (auto *x : a) pts_agent_unref(x);
+  }
 }
 
 // A one-thread quantized pool on the real clock with two agents on it
@@ -34,7 +59,7 @@ struct RealTwo {
   pts_pool *p = nullptr;
   pts_agent *a[2] = {nullptr, nullptr};
   explicit RealTwo(const pts__quant_options *q = nullptr) {
-    pts_pool_options o = {1, static_cast<pts_policy>(PTS__POLICY_QUANTIZED), 0, 0, false, 0, {0, 0, 0}, 0, nullptr, nullptr};
+    pts_pool_options o = {1, static_cast<pts_policy>(PTS_POLICY_QUANTIZED), 0, 0, false, 0, {0, 0, 0}, 0, nullptr, nullptr};
     EXPECT_EQ(pts__pool_new_ext(&o, q, &p), 0);
     for (auto &x : a) {
       pts_agent_options ao = PTS_AGENT_OPTIONS_INIT;
@@ -77,7 +102,7 @@ struct TwoAgents {
   pts_scheduler *s[2] = {nullptr, nullptr};
   explicit TwoAgents(uint32_t epoch_frames = 0) {
     pts__vthread_options o{};
-    o.policy = PTS__POLICY_QUANTIZED;
+    o.policy = PTS_POLICY_QUANTIZED;
     o.quant.epoch_frames = epoch_frames;
     EXPECT_EQ(pts__vthread_new(&o, &t), 0);
     for (int i = 0; i < 2; i++) {

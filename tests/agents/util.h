@@ -36,6 +36,9 @@ int pts_test_probe_calls(void);
 int pts_test_probe_status(void);
 void pts_test_agent_waker(pts_agent *a, int delta);
 bool pts_test_agent_signaled(pts_agent *a);
+// peek.c: the pool's quantized slot length and whether it balances.
+uint64_t pts_test_pool_slot_ns(pts_pool *p);
+bool pts_test_pool_balances(pts_pool *p);
 }
 
 namespace ptstest {

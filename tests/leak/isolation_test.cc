@@ -73,7 +73,7 @@ TEST_P(Isolating, AttackerTraceIdenticalForBothSecretValues) {
 
 INSTANTIATE_TEST_SUITE_P(Policies, Isolating,
                          ::testing::Values(static_cast<int>(PTS_POLICY_TIME_PARTITIONED),
-                                           PTS__POLICY_QUANTIZED, LK_SEPARATE),
+                                           PTS_POLICY_QUANTIZED, LK_SEPARATE),
                          [](const auto &info) { return std::string(lk_policy_key(info.param)); });
 
 TEST(Strict, AttackerTraceDiffersAndLeaksAboutOneBit) {
