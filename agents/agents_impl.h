@@ -248,6 +248,7 @@ struct pts__worker {
 
   /* Owner. */
   pts_policy policy;   /* the pool's, copied to the worker's own lines */
+  pts__vthread *vt;    /* the study's virtual thread running this worker, or NULL */
   uint64_t quantum_ns; /* the pool's (pts_pool_options.quantum_ns) */
   pts__warrays *arr;
   uint32_t nagents, hlen, tlen;
@@ -358,11 +359,15 @@ void pts__agent_wake(void *ctx);
  * a's drain waiters (owner). */
 void pts__push_ctl(pts__worker *w, pts__ctl *c);
 void pts__drainers_complete(pts_agent *a, int status);
-/* worker.c, owner of w unless said: the thread's function; arrays for cap
- * agents (any thread: made by whoever plans the room, so the worker never
- * allocates); takes a out of w's policy, timer heap and agents[]; ends the
- * round (reads the clock, charges the round's steps). */
+/* worker.c, owner of w unless said: the thread's function and the worker
+ * loop it runs (a virtual thread runs it too); a's poll and filing, as
+ * after a wake-up; arrays for cap agents (any thread: made by whoever plans
+ * the room, so the worker never allocates); takes a out of w's policy,
+ * timer heap and agents[]; ends the round (reads the clock, charges the
+ * round's steps). */
 void *pts__worker_main(void *arg);
+void pts__worker_loop(pts__worker *w);
+void pts__worker_poll(pts__worker *w, pts_agent *a);
 pts__warrays *pts__warrays_new(uint32_t cap);
 void pts__agent_unplace(pts__worker *w, pts_agent *a);
 uint64_t pts__round_end(pts__worker *w);
@@ -376,6 +381,15 @@ void pts__leave_groups(pts__worker *w);
 void pts__balance_tick(pts__worker *w, uint64_t now);
 void pts__balance_give(pts__worker *w);
 void pts__balance_take(pts__worker *w);
+/* vthread.c, the hooks of a virtual thread's worker loop (worker.c) beside
+ * its clock (pts__vthread_now, study.h): a step's start and end (the end charges the step's modelled cost
+ * to the clock and to a); the harness's events due now, and whether the
+ * run is over; an idle worker's jump to the next time that can change the
+ * pick (until, an event or the run's end). */
+void pts__vthread_step_begin(pts__vthread *t);
+void pts__vthread_step_end(pts__vthread *t, pts_agent *a);
+bool pts__vthread_events(pts__vthread *t);
+void pts__vthread_idle(pts__vthread *t, uint64_t until);
 /* watchdog.c: its thread's start and stop (pool creation and shutdown),
  * and the owner's wait for the watchdog's release after a step. */
 int pts__watchdog_start(pts_pool *pool);

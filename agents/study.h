@@ -103,10 +103,13 @@ int pts__pool_new_ext(const pts_pool_options *opts, const pts__quant_options *q,
 
 /* ---- the virtual pool thread ----
  *
- * One simulated pool thread: the worker's policy structures (policy.c, the
- * same code the pool runs) over real loops, stepped on the calling thread in
- * virtual time. The cost model: a step costs step_overhead_ns plus whatever
- * the task charged with pts__vthread_charge(); time stands still otherwise.
+ * One simulated pool thread: the worker loop itself (worker.c, the same
+ * code a pool thread runs, with its policy) over real loops, run on the
+ * calling thread in virtual time (vthread.c says what it replaces). The
+ * cost model: a step costs step_overhead_ns plus whatever the task charged
+ * with pts__vthread_charge(); time stands still otherwise. A turn is one
+ * step (the quantum's 1), every step is timed, and quantized's padded pass
+ * is not modelled (no_hold: there is no wake-up queue to hold).
  * External activity (a harness posting into the loops) comes from an event
  * hook the driver calls at the virtual times it asks for.
  *

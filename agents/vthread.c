@@ -1,13 +1,19 @@
 /* agents/vthread.c: the virtual pool thread of the security study
- * (agents/study.h): a single-threaded driver that runs the worker's policy
- * code (policy.c, unchanged) over real loops in virtual time.
+ * (agents/study.h): the worker loop itself (worker.c, pts__worker_loop),
+ * run on the calling thread over real loops with its clock replaced by a
+ * cost model.
  *
- * Invariant: the driver does what worker_main (worker.c) does, in the same
- * order, with the clock replaced by a cost model: poll the loops that may
- * have changed, ask the policy for an agent, step its loop once, charge the
- * step's modelled cost to the clock and to the policy, re-file the agent.
- * Nothing here reads a real clock, so two runs with the same inputs take the
- * same decisions and produce the same traces, bit for bit.
+ * What this file adds to the worker loop, through its hooks (w->vt): the
+ * clock (virtual time); a step's cost (step_overhead_ns plus what the task
+ * charged, charged to the clock when the step ends); idling as a jump to
+ * the next time that can change the pick; the harness's events, called
+ * between steps at the times they ask for, after which every loop is
+ * polled (the harness posts into them directly, not through their inboxes).
+ * The worker's choices follow from its own rules: a virtual clock is free
+ * to read, so every step is timed exactly (no rounds), and no loop runs
+ * bursts alone (the harness may post between any two steps). Nothing here
+ * reads a real clock, so two runs with the same inputs take the same
+ * decisions and produce the same traces, bit for bit.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,15 +22,15 @@
 #include "sync/alloc.h"
 
 struct pts__vthread {
-  pts_pool pool; /* only opts and q are used (policy.c reads them) */
+  pts_pool pool; /* only opts and q are used (the worker and policy.c read them) */
   pts__worker *w;
   pts_agent **agents;
   uint64_t *busy;
   uint32_t cap;
-  uint64_t now, overhead;
-  /* The running step: its start and what its task charged. */
+  uint64_t now, overhead, end;
+  /* The running step: its start (its task's charges move now). */
   bool in_step;
-  uint64_t step_start, charged;
+  uint64_t step_start;
   pts__vthread_event_fn ev;
   void *ev_ctx;
   uint64_t next_ev;
@@ -37,6 +43,7 @@ static void wake_noop(void *ctx) { (void)ctx; }
 int pts__vthread_new(const pts__vthread_options *opts, pts__vthread **out) {
   if (opts == NULL || out == NULL) return PTS_EINVAL;
   if ((unsigned)opts->policy >= PTS_POLICY_COUNT) return PTS_EINVAL;
+  if (opts->quant.frame_slots > PTS__Q_MAX_SLOTS) return PTS_EINVAL;
   pts__vthread *t = pts__calloc(1, sizeof *t);
   if (t == NULL) return PTS_ENOMEM;
   t->cap = opts->max_agents ? opts->max_agents : 16;
@@ -44,34 +51,32 @@ int pts__vthread_new(const pts__vthread_options *opts, pts__vthread **out) {
   t->pool.opts.policy = (pts_policy)opts->policy;
   t->pool.opts.seed = opts->seed;
   t->pool.opts.slot_ns = opts->slot_ns ? opts->slot_ns : 1000000;
+  /* quantum_ns stays 0: one step per turn, each one the model's. */
   t->pool.q = opts->quant;
+  /* The padded pass holds a pool thread's wake-up queue; a virtual thread
+   * has none (its harness polls the loops itself), so it never holds. */
+  t->pool.q.no_hold = true;
   pts__quant_defaults(&t->pool.q);
   t->pool.n = 1;
   t->overhead = opts->step_overhead_ns;
-  size_t ptrs = (size_t)t->cap * sizeof(pts_agent *);
-  pts__warrays *arr = pts__calloc(1, sizeof *arr + 3 * ptrs + ((size_t)t->cap + 1) * sizeof(uint64_t));
   t->agents = pts__calloc(t->cap, sizeof *t->agents);
   t->busy = pts__calloc(t->cap, sizeof *t->busy);
   t->w = pts__aligned_alloc(64, sizeof *t->w);
-  int bad = t->pool.q.frame_slots > PTS__Q_MAX_SLOTS ? PTS_EINVAL : 0;
-  if (arr == NULL || t->agents == NULL || t->busy == NULL || t->w == NULL || bad) {
+  pts__warrays *arr = pts__warrays_new(t->cap);
+  if (arr == NULL || t->agents == NULL || t->busy == NULL || t->w == NULL) {
     pts__free(arr);
     pts__free(t->agents);
     pts__free(t->busy);
     pts__free(t->w);
     pts__free(t);
-    return bad ? bad : PTS_ENOMEM;
+    return PTS_ENOMEM;
   }
-  char *p = (char *)(arr + 1);
-  arr->cap = t->cap;
-  arr->fen = (uint64_t *)(void *)p;
-  p += ((size_t)t->cap + 1) * sizeof(uint64_t);
-  arr->agents = (pts_agent **)(void *)p;
-  arr->heap = arr->agents + t->cap;
-  arr->theap = arr->heap + t->cap;
   memset(t->w, 0, sizeof *t->w);
+  pts__mpsc_init(&t->w->signaled);
+  pts__mpsc_init(&t->w->control);
   t->w->pool = &t->pool;
   t->w->arr = arr;
+  t->w->vt = t;
   pts__policy_init(t->w);
   pts__policy_layout(t->w, 0);
   *out = t;
@@ -91,16 +96,6 @@ void pts__vthread_free(pts__vthread *t) {
   pts__free(t->agents);
   pts__free(t->busy);
   pts__free(t);
-}
-
-/* Polls the agent's loop and files it (worker.c: refresh). */
-static void refresh(pts__vthread *t, pts_agent *a, bool ran, uint64_t cost) {
-  pts__tls_agent = a;
-  int u = pts__loop_poll(a->loop, false);
-  pts__tls_agent = NULL;
-  (void)pts__loop_take_stop(a->loop);
-  a->urgency = u;
-  pts__policy_update(t->w, a, u, ran, cost);
 }
 
 int pts__vthread_add(pts__vthread *t, uint32_t weight, pts_loop **loop) {
@@ -131,12 +126,13 @@ int pts__vthread_add(pts__vthread *t, uint32_t weight, pts_loop **loop) {
   a->weight = weight ? weight : 1;
   a->hidx = a->tidx = PTS__NO_INDEX;
   a->deadline = UINT64_MAX;
+  a->req_target = -1;
   a->idx = t->w->nagents;
   a->sched = pts_global_scheduler(pts_loop_default_global(a->loop));
   t->agents[a->idx] = a;
   t->w->arr->agents[t->w->nagents++] = a;
   pts__policy_layout(t->w, t->now);
-  refresh(t, a, false, 0);
+  pts__worker_poll(t->w, a);
   *loop = a->loop;
   return (int)a->idx;
 }
@@ -149,13 +145,12 @@ uint64_t pts__vthread_busy_ns(const pts__vthread *t, int agent) {
 }
 
 void pts__vthread_charge(uint64_t ns) {
-  if (tls_vt != NULL && tls_vt->in_step) tls_vt->charged += ns;
+  if (tls_vt != NULL && tls_vt->in_step) tls_vt->now += ns;
 }
 
 uint64_t pts__vthread_clock(void) {
   pts__vthread *t = tls_vt;
-  if (t == NULL) return 0;
-  return t->in_step ? t->step_start + t->charged : t->now;
+  return t == NULL ? 0 : t->now;
 }
 
 void pts__vthread_set_events(pts__vthread *t, pts__vthread_event_fn fn, void *ctx) {
@@ -164,43 +159,48 @@ void pts__vthread_set_events(pts__vthread *t, pts__vthread_event_fn fn, void *ct
   t->next_ev = t->now;
 }
 
+/* ---- the worker loop's hooks (agents_impl.h) ---- */
+
+void pts__vthread_step_begin(pts__vthread *t) {
+  t->in_step = true;
+  t->step_start = t->now;
+}
+
+void pts__vthread_step_end(pts__vthread *t, pts_agent *a) {
+  t->in_step = false;
+  t->now += t->overhead;
+  if (t->now == t->step_start) t->now++; /* a free step would let time stand still */
+  t->busy[a->idx] += t->now - t->step_start;
+}
+
+bool pts__vthread_events(pts__vthread *t) {
+  if (t->now >= t->end) return true;
+  while (t->ev != NULL && t->next_ev <= t->now) {
+    t->next_ev = t->ev(t->ev_ctx, t->now);
+    if (t->next_ev <= t->now) t->next_ev = t->now + 1; /* always progress */
+    /* The hook may have posted into any loop: poll them all. */
+    for (uint32_t i = 0; i < t->w->nagents; i++) pts__worker_poll(t->w, t->agents[i]);
+  }
+  return false;
+}
+
+void pts__vthread_idle(pts__vthread *t, uint64_t until) {
+  /* The loops' own clocks do not move here, so their timers are not among
+   * the times that can change the pick (study.h). */
+  uint64_t next = t->end;
+  if (until < next) next = until;
+  if (t->ev != NULL && t->next_ev < next) next = t->next_ev;
+  t->now = next > t->now ? next : t->now + 1;
+}
+
 int pts__vthread_run(pts__vthread *t, uint64_t end_ns) {
   if (t == NULL) return PTS_EINVAL;
   pts__vthread *saved = tls_vt;
   tls_vt = t;
+  t->end = end_ns;
   /* The caller may have posted into the loops since the last run. */
-  for (uint32_t i = 0; i < t->w->nagents; i++) refresh(t, t->agents[i], false, 0);
-  while (t->now < end_ns) {
-    if (t->ev != NULL && t->next_ev <= t->now) {
-      t->next_ev = t->ev(t->ev_ctx, t->now);
-      if (t->next_ev <= t->now) t->next_ev = t->now + 1; /* always progress */
-      /* The hook may have posted into any loop: poll them all. */
-      for (uint32_t i = 0; i < t->w->nagents; i++) refresh(t, t->agents[i], false, 0);
-      continue;
-    }
-    uint64_t until = UINT64_MAX;
-    pts_agent *a = pts__policy_pick(t->w, t->now, &until);
-    if (a != NULL) {
-      t->in_step = true;
-      t->step_start = t->now;
-      t->charged = 0;
-      pts__tls_agent = a;
-      (void)pts__loop_step(a->loop);
-      pts__tls_agent = NULL;
-      t->in_step = false;
-      uint64_t cost = t->overhead + t->charged;
-      if (cost == 0) cost = 1; /* a free step would let time stand still */
-      t->now += cost;
-      t->busy[a->idx] += cost;
-      refresh(t, a, true, cost);
-      continue;
-    }
-    /* Idle: jump to the next thing that can change the answer. */
-    uint64_t next = end_ns;
-    if (until < next) next = until;
-    if (t->ev != NULL && t->next_ev < next) next = t->next_ev;
-    t->now = next > t->now ? next : t->now + 1;
-  }
+  for (uint32_t i = 0; i < t->w->nagents; i++) pts__worker_poll(t->w, t->agents[i]);
+  pts__worker_loop(t->w);
   tls_vt = saved;
   return 0;
 }

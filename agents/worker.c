@@ -1,7 +1,9 @@
-/* agents/worker.c: the worker thread's loop: wake-ups, control commands,
- * timers, the policy's pick, steps and their rounds (the worker's clock),
- * the attach and teardown of loops, idling and the quantized study's slot
- * timing (agents/study.h).
+/* agents/worker.c: the worker loop: wake-ups, control commands, timers,
+ * the policy's pick, steps and their rounds (the worker's clock), the
+ * attach and teardown of loops, and idling. A pool thread runs it on the
+ * real clock (pts__worker_main); the security study's virtual thread runs
+ * the same loop on a virtual clock (vthread.c: the clock, a step's cost,
+ * idling as a jump and the harness's events are the only hooks).
  *
  * Invariant: an agent's loop is touched only by its worker thread (the one
  * that attached it last), except through the loop's inbox by producers
@@ -23,6 +25,12 @@
 #include "sync/nodecache.h"
 
 #define stat_add pts__stat_add
+
+/* The worker's clock: CLOCK_MONOTONIC on a pool thread, the study's
+ * virtual time on a virtual thread (w->vt). */
+static inline uint64_t wnow(const pts__worker *w) {
+  return w->vt == NULL ? pts__now_ns() : pts__vthread_now(w->vt);
+}
 
 /* ---- the worker's structures ---- */
 
@@ -123,7 +131,8 @@ static void track_ready(pts__worker *w, pts_agent *a, int u) {
  * ranks its loop against another's, so its steps may run in bursts and its
  * polls may leave the inbox to them. */
 static bool alone(const pts__worker *w) {
-  return w->nagents == 1 && w->policy <= PTS_POLICY_RANDOMIZED;
+  /* Not on a virtual thread: its harness's events come between steps. */
+  return w->nagents == 1 && w->policy <= PTS_POLICY_RANDOMIZED && w->vt == NULL;
 }
 
 /* Polls the agent's loop (inbox, due timers) and files it where it belongs.
@@ -192,13 +201,14 @@ static void refresh(pts__worker *w, pts_agent *a, bool ran, uint64_t cpu_ns,
 #define ROUND_NS 2000
 
 static bool exact_rounds(const pts__worker *w) {
-  return w->policy >= PTS_POLICY_TIME_PARTITIONED;
+  /* A virtual clock costs nothing to read: every step is timed exactly. */
+  return w->policy >= PTS_POLICY_TIME_PARTITIONED || w->vt != NULL;
 }
 
 /* Ends the round: reads the clock, charges the round's steps; returns the
  * round's length (ns). */
 uint64_t pts__round_end(pts__worker *w) {
-  uint64_t now = pts__now_ns(), el = now - w->clk;
+  uint64_t now = wnow(w), el = now - w->clk;
   w->clk = now;
   if (w->r_total == 0) return 0;
   uint64_t per = el / w->r_total, rest = el - per * w->r_total;
@@ -219,7 +229,7 @@ uint64_t pts__round_end(pts__worker *w) {
 
 /* Starts the next round now (after the worker was idle). */
 static void round_restart(pts__worker *w) {
-  w->clk = pts__now_ns();
+  w->clk = wnow(w);
   w->r_total = w->r_len = 0;
 }
 
@@ -265,7 +275,7 @@ static bool run_goes_on(pts__worker *w, pts_agent *a, uint64_t quantum, int urge
   }
   if (--*look != 0) return true;
   *look = w->r_limit;
-  uint64_t now = pts__now_ns();
+  uint64_t now = wnow(w);
   return now - w->clk < quantum && (w->tlen == 0 || w->arr->theap[0]->deadline > now);
 }
 
@@ -288,7 +298,9 @@ static void run_step(pts__worker *w, pts_agent *a) {
     if (ran) {
       steps += n;
     } else {
+      if (w->vt != NULL) pts__vthread_step_begin(w->vt);
       ran = pts__loop_step(a->loop) == 1;
+      if (w->vt != NULL) pts__vthread_step_end(w->vt, a);
       steps++;
       if (ran) by_urgency[last = pts__loop_last_urgency(a->loop)]++;
     }
@@ -317,7 +329,7 @@ static void run_step(pts__worker *w, pts_agent *a) {
 }
 
 static void publish_layout(pts__worker *w) {
-  pts__policy_layout(w, pts__now_ns());
+  pts__policy_layout(w, wnow(w));
   atomic_store_explicit(&w->st_agents, w->nagents, memory_order_relaxed);
   atomic_store_explicit(&w->st_frame_origin, w->frame_origin, memory_order_relaxed);
 }
@@ -539,7 +551,7 @@ static void drain_signaled(pts__worker *w) {
     /* Wake protocol step 3: off the queue first, then clear, then poll. */
     atomic_store_explicit(&a->signaled, false, memory_order_seq_cst);
     if (!a->attached) continue;
-    if (now == 0 && w->policy == PTS_POLICY_QUANTIZED) now = pts__now_ns();
+    if (now == 0 && w->policy == PTS_POLICY_QUANTIZED) now = wnow(w);
     if (!quant_defer(w, a, now)) refresh(w, a, false, 0, alone(w));
   }
 }
@@ -627,6 +639,10 @@ static bool quant_spin(pts__worker *w, uint64_t t) {
 }
 
 static void idle(pts__worker *w, uint64_t until) {
+  if (w->vt != NULL) { /* virtual time: jump to what can change the pick */
+    pts__vthread_idle(w->vt, until);
+    return;
+  }
   uint64_t slot_start = UINT64_MAX;
   /* A wake-up the hold keeps may be the next owner's: spin for it too, so
    * that owner starts on its boundary (its poll comes with the pass). */
@@ -684,10 +700,10 @@ static uint64_t pass(pts__worker *w) {
  * the time now; the quantized study's pass may be held or padded
  * (quant_hold). Returns the time. */
 static uint64_t slot_pass(pts__worker *w) {
-  uint64_t now = pts__now_ns(), pad_end;
-  if (!quant_hold(w, now, &pad_end)) {
+  uint64_t now = wnow(w), pad_end;
+  if (!quant_hold(w, now, &pad_end)) { /* a virtual thread never holds (vthread.c) */
     if (pts__mpsc_maybe_nonempty(&w->signaled)) drain_signaled(w);
-    now = pts__now_ns();
+    now = wnow(w);
     fire_timers(w, now);
     while (now < pad_end) { /* a fixed-length pass: its work does not show */
       pts__cpu_relax(0);
@@ -697,17 +713,15 @@ static uint64_t slot_pass(pts__worker *w) {
   return now;
 }
 
-void *pts__worker_main(void *arg) {
-  pts__worker *w = arg;
-  pts__tls_worker = w;
-  /* Quantized: timed parks end at slot boundaries; the default 50 us timer
-   * slack alone would overshoot a slot's start window. */
-  if (w->policy == PTS_POLICY_QUANTIZED) (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+/* The worker loop, until a shutdown command (a pool thread) or the end of
+ * a virtual run (vthread.c). */
+void pts__worker_loop(pts__worker *w) {
   bool exact = exact_rounds(w);
   w->r_limit = 1;
   round_restart(w);
   for (;;) {
     if (drain_control(w)) break;
+    if (w->vt != NULL && pts__vthread_events(w->vt)) break; /* the harness; the end */
     uint64_t now = exact ? slot_pass(w) : pass(w);
     if (w->plan != NULL) pts__balance_give(w);
     if (w->pool->balance && now >= w->bal_next) pts__balance_tick(w, now);
@@ -726,6 +740,19 @@ void *pts__worker_main(void *arg) {
     idle(w, until);
     round_restart(w);
   }
+}
+
+/* Polls a's loop and files it, as after a wake-up (vthread.c: its harness
+ * posts into the loops directly). */
+void pts__worker_poll(pts__worker *w, pts_agent *a) { refresh(w, a, false, 0, false); }
+
+void *pts__worker_main(void *arg) {
+  pts__worker *w = arg;
+  pts__tls_worker = w;
+  /* Quantized: timed parks end at slot boundaries; the default 50 us timer
+   * slack alone would overshoot a slot's start window. */
+  if (w->policy == PTS_POLICY_QUANTIZED) (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  pts__worker_loop(w);
   /* Shutdown: every agent was torn down first (shutdown protocol step 3);
    * drop the references of nodes still on the signaled queue. */
   while (!pts__mpsc_is_empty(&w->signaled)) drain_signaled(w);
