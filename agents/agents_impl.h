@@ -538,7 +538,7 @@ pts__command *pts__agent_run_command(pts_loop *loop, pts__command *cmd, pts__inb
 /* Owner: the agent's start-delay histogram. */
 void pts__agent_record_delay(pts_agent *a, uint64_t delay_ns);
 
-/* ---- policies (policy.c), all owner-thread ---- */
+/* ---- policies (policy.c; quantized's in quantized.c), all owner-thread ---- */
 /* Fills in the quantized policy's defaults. */
 void pts__quant_defaults(pts__quant_options *q);
 void pts__policy_init(pts__worker *w);
@@ -559,6 +559,54 @@ void pts__policy_charge(pts__worker *w, pts_agent *a, uint64_t cpu_ns);
 /* The agent to step now, or NULL; *until (in) UINT64_MAX, (out) when the
  * answer may change without any event (time-partitioned slot end). */
 pts_agent *pts__policy_pick(pts__worker *w, uint64_t now, uint64_t *until);
+
+/* quantized.c: its pick, layout (a new slot table and epoch) and a step's
+ * charge (its level's CPU time, its guard's histogram); and its answers to
+ * the worker below, with the padded pass's spin and its wake-up lateness
+ * (the lead a park keeps before a boundary; a park's measured lateness). */
+pts_agent *pts__quant_pick(pts__worker *w, uint64_t now, uint64_t *until);
+void pts__quant_layout(pts__worker *w, uint64_t now);
+void pts__quant_charge(pts_agent *a, uint64_t ns);
+bool pts__quant_defer(pts__worker *w, pts_agent *a, uint64_t now);
+pts_agent *pts__quant_owed_poll(pts__worker *w, uint64_t now);
+bool pts__quant_hold(pts__worker *w, uint64_t now, uint64_t *pad_end);
+bool pts__quant_holding(pts__worker *w, uint64_t now);
+bool pts__quant_wakes_at(const pts__worker *w, uint64_t until, bool wakeups_waiting);
+bool pts__quant_spin(pts__worker *w, uint64_t t);
+uint64_t pts__quant_wake_lead(const pts__worker *w);
+void pts__quant_woke_late(uint64_t late);
+
+/* ---- the policy's say in the worker loop beyond pick and update ----
+ * Only quantized's slots need it (quantized.c); every other policy answers
+ * no here, inline, so the worker's hot paths make no call for it. */
+
+/* Whether a's poll waits for a's own slot (the slot at now is another
+ * agent's); a is then owed it. */
+static inline bool pts__policy_defers_poll(pts__worker *w, pts_agent *a, uint64_t now) {
+  return w->policy == PTS_POLICY_QUANTIZED && pts__quant_defer(w, a, now);
+}
+/* The agent owed a deferred poll whose turn it is at now, or NULL. */
+static inline pts_agent *pts__policy_owed_poll(pts__worker *w, uint64_t now) {
+  return w->policy == PTS_POLICY_QUANTIZED ? pts__quant_owed_poll(w, now) : NULL;
+}
+/* Whether the pass at now leaves the wake-up queue and the timers alone
+ * (the padded pass); a pass that reads them ends at *pad_end if that is not
+ * 0 (a pass of fixed length). */
+static inline bool pts__policy_holds_pass(pts__worker *w, uint64_t now, uint64_t *pad_end) {
+  *pad_end = 0;
+  return w->policy == PTS_POLICY_QUANTIZED && pts__quant_hold(w, now, pad_end);
+}
+/* Whether wake-ups waiting now are held for a later pass (so they do not
+ * cancel a park). */
+static inline bool pts__policy_holds_wakeups(pts__worker *w, uint64_t now) {
+  return w->policy == PTS_POLICY_QUANTIZED && pts__quant_holding(w, now);
+}
+/* Whether the idle worker must be awake at until (a slot boundary), not
+ * later: it parks to just before it (pts__quant_wake_lead) and spins. */
+static inline bool pts__policy_wakes_at(const pts__worker *w, uint64_t until,
+                                        bool wakeups_waiting) {
+  return w->policy == PTS_POLICY_QUANTIZED && pts__quant_wakes_at(w, until, wakeups_waiting);
+}
 
 /* ---- remote controllers (controllers.c) ---- */
 /* A handle to a controller on an agent's loop (agents.h). Lifetime:

@@ -521,16 +521,6 @@ static bool drain_control(pts__worker *w) {
   return false;
 }
 
-/* Quantized: whether a's poll waits for its own slot (study.h): true when
- * the slot at now belongs to another agent. */
-static bool quant_defer(pts__worker *w, pts_agent *a, uint64_t now) {
-  if (w->policy != PTS_POLICY_QUANTIZED) return false;
-  pts_agent *owner = pts__quant_owner(w, now);
-  if (owner == NULL || owner == a) return false;
-  a->q_stale = true;
-  return true;
-}
-
 static void drain_signaled(pts__worker *w) {
   if (!pts__mpsc_maybe_nonempty(&w->signaled)) return; /* as drain_control */
   pts__mpsc_node *n;
@@ -552,7 +542,7 @@ static void drain_signaled(pts__worker *w) {
     atomic_store_explicit(&a->signaled, false, memory_order_seq_cst);
     if (!a->attached) continue;
     if (now == 0 && w->policy == PTS_POLICY_QUANTIZED) now = wnow(w);
-    if (!quant_defer(w, a, now)) refresh(w, a, false, 0, alone(w));
+    if (!pts__policy_defers_poll(w, a, now)) refresh(w, a, false, 0, alone(w));
   }
 }
 
@@ -572,70 +562,11 @@ static void fire_timers(pts__worker *w, uint64_t now) {
     pts_agent *a = due;
     due = a->due_next;
     if (due == NULL) w->wd_holding = false; /* the last one: nothing held */
-    if (!quant_defer(w, a, now)) refresh(w, a, false, 0, false);
+    if (!pts__policy_defers_poll(w, a, now)) refresh(w, a, false, 0, false);
   }
-  /* Quantized: the slot's owner gets the polls it was denied. */
-  if (w->policy == PTS_POLICY_QUANTIZED) {
-    pts_agent *owner = pts__quant_owner(w, now);
-    if (owner != NULL && owner->q_stale) refresh(w, owner, false, 0, false);
-  }
-}
-
-/* Quantized, real clock: how late a timed park wakes on this worker thread
- * (a decaying maximum, ns). A step may begin only in the first slot - guard
- * of its slot (31 us with the guard's cap) and a park wakes 50-250 us late
- * (timer slack, VM), so before a boundary whose owner has work the worker
- * parks until boundary - lead, then spins to it. Thread-local: each worker
- * learns its own lateness, and nothing outside this file reads it. */
-static _Thread_local uint64_t q_late = 50000;
-
-static uint64_t quant_lead(const pts__worker *w) {
-  uint64_t cap = w->pool->q.slot_ns / 2; /* never spin through most of a slot */
-  uint64_t lead = q_late + q_late / 2 + 10000;
-  return lead < cap ? lead : cap;
-}
-
-static void quant_learn(uint64_t late) {
-  if (late > q_late)
-    q_late = late > 1000000 ? 1000000 : late; /* a preemption, not a wake-up */
-  else
-    q_late -= (q_late - late) / 32;
-}
-
-/* Quantized (study.h, the padded pass): whether a pass now leaves the
- * wake-up queue and the timers alone: no pass is due in this run of the
- * owner's slots and the slot's owner has work. */
-static bool quant_holding(pts__worker *w, uint64_t now) {
-  if (w->policy != PTS_POLICY_QUANTIZED || w->pool->q.no_hold) return false;
-  if (pts__quant_run(w, now) != w->q_pass_run) return false; /* a pass is due */
-  pts_agent *owner = pts__quant_owner(w, now);
-  return owner != NULL && owner->urgency != PTS__URGENCY_NONE;
-}
-
-/* quant_holding for the worker's pass: the first pass of each run reads
- * the queue and the timers and ends at *pad_end (a fixed length); later
- * passes read them only while the slot's owner has nothing to run. */
-static bool quant_hold(pts__worker *w, uint64_t now, uint64_t *pad_end) {
-  *pad_end = 0;
-  if (w->policy != PTS_POLICY_QUANTIZED || w->pool->q.no_hold) return false;
-  uint64_t k = pts__quant_run(w, now);
-  if (k != w->q_pass_run) {
-    w->q_pass_run = k;
-    *pad_end = now + w->pool->q.pad_ns;
-    return false;
-  }
-  return quant_holding(w, now);
-}
-
-/* Spins until t or until a queue gets work (quantized with the hold: the
- * wake-up queue waits for the run-start pass). Returns true at t. */
-static bool quant_spin(pts__worker *w, uint64_t t) {
-  bool hold = !w->pool->q.no_hold;
-  while ((hold || pts__mpsc_is_empty(&w->signaled)) && pts__mpsc_is_empty(&w->control)) {
-    if (pts__now_ns() >= t) return true;
-    pts__cpu_relax(0);
-  }
-  return false;
+  /* An agent whose polls were deferred to its turn gets them now. */
+  pts_agent *owed = pts__policy_owed_poll(w, now);
+  if (owed != NULL) refresh(w, owed, false, 0, false);
 }
 
 static void idle(pts__worker *w, uint64_t until) {
@@ -643,21 +574,18 @@ static void idle(pts__worker *w, uint64_t until) {
     pts__vthread_idle(w->vt, until);
     return;
   }
-  uint64_t slot_start = UINT64_MAX;
-  /* A wake-up the hold keeps may be the next owner's: spin for it too, so
-   * that owner starts on its boundary (its poll comes with the pass). */
-  if (w->policy == PTS_POLICY_QUANTIZED && until != UINT64_MAX &&
-      (pts__quant_owner_ready(w, until) ||
-       (!w->pool->q.no_hold && !pts__mpsc_is_empty(&w->signaled))))
-    slot_start = until;
+  /* A slot boundary the worker must be awake at (quantized.c): it parks
+   * to just before it and spins to it. */
+  uint64_t slot_start =
+      pts__policy_wakes_at(w, until, !pts__mpsc_is_empty(&w->signaled)) ? until : UINT64_MAX;
   if (w->tlen > 0 && w->arr->theap[0]->deadline < until)
     until = w->arr->theap[0]->deadline;
   uint64_t t0 = pts__now_ns();
   if (until <= t0) return;
   if (slot_start == until) {
-    uint64_t lead = quant_lead(w);
+    uint64_t lead = pts__quant_wake_lead(w);
     if (until - t0 <= lead) {
-      (void)quant_spin(w, until);
+      (void)pts__quant_spin(w, until);
       return;
     }
     until -= lead; /* park to just before the boundary, then spin (next pass) */
@@ -675,14 +603,14 @@ static void idle(pts__worker *w, uint64_t until) {
   pts__parker_prepare(&w->parker);
   /* A wake-up the hold keeps for the next run start does not cancel the
    * park (which ends at that boundary): spinning on it burnt the CPU. */
-  bool held = quant_holding(w, t0);
+  bool held = pts__policy_holds_wakeups(w, t0);
   if ((!held && !pts__mpsc_is_empty(&w->signaled)) || !pts__mpsc_is_empty(&w->control)) {
     pts__parker_cancel(&w->parker);
     return;
   }
   pts__parker_park(&w->parker, until == UINT64_MAX ? PTS__PARK_FOREVER : until - t0);
   uint64_t t1 = pts__now_ns();
-  if (slot_start != UINT64_MAX && t1 >= until) quant_learn(t1 - until);
+  if (slot_start != UINT64_MAX && t1 >= until) pts__quant_woke_late(t1 - until);
   stat_add(&w->st_idle_ns, t1 - t0);
   stat_add(&w->st_wakeups, 1);
 }
@@ -697,11 +625,11 @@ static uint64_t pass(pts__worker *w) {
 }
 
 /* The pass of the slot policies (time-partitioned, quantized), which need
- * the time now; the quantized study's pass may be held or padded
- * (quant_hold). Returns the time. */
+ * the time now; quantized's may be held or padded (quantized.c, the padded
+ * pass). Returns the time. */
 static uint64_t slot_pass(pts__worker *w) {
   uint64_t now = wnow(w), pad_end;
-  if (!quant_hold(w, now, &pad_end)) { /* a virtual thread never holds (vthread.c) */
+  if (!pts__policy_holds_pass(w, now, &pad_end)) { /* a virtual thread never holds */
     if (pts__mpsc_maybe_nonempty(&w->signaled)) drain_signaled(w);
     now = wnow(w);
     fire_timers(w, now);

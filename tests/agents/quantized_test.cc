@@ -433,7 +433,7 @@ TEST(Quantized, RealClockCommandsWaitForTheirAgentsSlot) {
 // chain of 5 us tasks that stays ready; a task posted to idle agent 1 early
 // in agent 0's slot leaves agent 1's wake-up node on the queue for the rest
 // of the slot (round 1 popped it within a step, in agent 0's time), and the
-// task runs in agent 1's slot. Fails if quant_hold never holds.
+// task runs in agent 1's slot. Fails if pts__quant_hold never holds.
 std::atomic<uint64_t> c_started{0};
 pts_value c_task(void *, int status) {
   if (status == 0) c_started.store(mono());
