@@ -131,8 +131,7 @@ static void track_ready(pts__worker *w, pts_agent *a, int u) {
  * ranks its loop against another's, so its steps may run in bursts and its
  * polls may leave the inbox to them. */
 static bool alone(const pts__worker *w) {
-  /* Not on a virtual thread: its harness's events come between steps. */
-  return w->nagents == 1 && w->policy <= PTS_POLICY_RANDOMIZED && w->vt == NULL;
+  return w->nagents == 1 && w->bursts;
 }
 
 /* Polls the agent's loop (inbox, due timers) and files it where it belongs.
@@ -200,10 +199,7 @@ static void refresh(pts__worker *w, pts_agent *a, bool ran, uint64_t cpu_ns,
  * commands, departures), so it never holds an agent that left. */
 #define ROUND_NS 2000
 
-static bool exact_rounds(const pts__worker *w) {
-  /* A virtual clock costs nothing to read: every step is timed exactly. */
-  return w->policy >= PTS_POLICY_TIME_PARTITIONED || w->vt != NULL;
-}
+static bool exact_rounds(const pts__worker *w) { return w->exact; }
 
 /* Ends the round: reads the clock, charges the round's steps; returns the
  * round's length (ns). */
@@ -279,7 +275,8 @@ static bool run_goes_on(pts__worker *w, pts_agent *a, uint64_t quantum, int urge
   return now - w->clk < quantum && (w->tlen == 0 || w->arr->theap[0]->deadline > now);
 }
 
-static void run_step(pts__worker *w, pts_agent *a) {
+static inline __attribute__((always_inline)) void run_step(pts__worker *w, pts_agent *a,
+                                                           bool virt) {
   uint32_t steps = 0, by_urgency[PTS__URGENCY_COUNT] = {0};
   int last = -1; /* the class of a step's task (a turn of one step: its only one) */
   bool in_place = alone(w);
@@ -298,9 +295,9 @@ static void run_step(pts__worker *w, pts_agent *a) {
     if (ran) {
       steps += n;
     } else {
-      if (w->vt != NULL) pts__vthread_step_begin(w->vt);
+      if (virt) pts__vthread_step_begin(w->vt);
       ran = pts__loop_step(a->loop) == 1;
-      if (w->vt != NULL) pts__vthread_step_end(w->vt, a);
+      if (virt) pts__vthread_step_end(w->vt, a);
       steps++;
       if (ran) by_urgency[last = pts__loop_last_urgency(a->loop)]++;
     }
@@ -642,14 +639,15 @@ static uint64_t slot_pass(pts__worker *w) {
 }
 
 /* The worker loop, until a shutdown command (a pool thread) or the end of
- * a virtual run (vthread.c). */
-void pts__worker_loop(pts__worker *w) {
+ * a virtual run (virt: vthread.c's hooks; the loop is compiled once for
+ * each, so a pool thread's steps pay nothing for them). */
+static inline __attribute__((always_inline)) void worker_loop(pts__worker *w, bool virt) {
   bool exact = exact_rounds(w);
   w->r_limit = 1;
   round_restart(w);
   for (;;) {
     if (drain_control(w)) break;
-    if (w->vt != NULL && pts__vthread_events(w->vt)) break; /* the harness; the end */
+    if (virt && pts__vthread_events(w->vt)) break; /* the harness; the end */
     uint64_t now = exact ? slot_pass(w) : pass(w);
     if (w->plan != NULL) pts__balance_give(w);
     if (w->pool->balance && now >= w->bal_next) pts__balance_tick(w, now);
@@ -661,13 +659,32 @@ void pts__worker_loop(pts__worker *w) {
       if (atomic_load_explicit(&w->hungry, memory_order_relaxed))
         atomic_store_explicit(&w->hungry, false, memory_order_relaxed);
       if (exact) w->clk = now;
-      run_step(w, a);
+      run_step(w, a, virt);
       continue;
     }
     (void)pts__round_end(w);
-    idle(w, until);
+    if (virt) /* virtual time: jump to what can change the pick */
+      pts__vthread_idle(w->vt, until);
+    else
+      idle(w, until);
     round_restart(w);
   }
+}
+
+/* What the loop asks at every step, decided once: a virtual clock costs
+ * nothing to read, so every step of a virtual thread is timed exactly (as
+ * the slot policies time theirs); and no loop of a virtual thread runs
+ * bursts alone, as its harness's events come between steps. */
+static void loop_setup(pts__worker *w) {
+  w->exact = w->policy >= PTS_POLICY_TIME_PARTITIONED || w->vt != NULL;
+  w->bursts = w->policy <= PTS_POLICY_RANDOMIZED && w->vt == NULL;
+}
+
+/* The study's instance (cold: compiled for size, so the pool thread's keeps
+ * the inliner's budget). */
+__attribute__((cold, noinline)) void pts__worker_loop(pts__worker *w) {
+  loop_setup(w);
+  worker_loop(w, true);
 }
 
 /* Polls a's loop and files it, as after a wake-up (vthread.c: its harness
@@ -680,7 +697,8 @@ void *pts__worker_main(void *arg) {
   /* Quantized: timed parks end at slot boundaries; the default 50 us timer
    * slack alone would overshoot a slot's start window. */
   if (w->policy == PTS_POLICY_QUANTIZED) (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-  pts__worker_loop(w);
+  loop_setup(w);
+  worker_loop(w, false);
   /* Shutdown: every agent was torn down first (shutdown protocol step 3);
    * drop the references of nodes still on the signaled queue. */
   while (!pts__mpsc_is_empty(&w->signaled)) drain_signaled(w);
