@@ -245,6 +245,10 @@ struct pts__worker {
   atomic_bool hungry;
   _Atomic int invite;
   atomic_bool taker;
+  /* Stealing (migrate.c, balance_ask): index + 1 of a hungry worker asking
+   * this one for a loop (the asker writes it); the owner answers 0 (given:
+   * a MOVE is on its way) or minus the request (declined). A hint too. */
+  _Atomic int steal_req;
 
   /* Owner. */
   pts_policy policy;   /* the pool's, copied to the worker's own lines */
@@ -376,7 +380,7 @@ void pts__agent_unplace(pts__worker *w, pts_agent *a);
 uint64_t pts__round_end(pts__worker *w);
 /* migrate.c, owner of w (migration protocol there): decide a group's move,
  * take a member's wake token, let a group leave, the departure point; the
- * balancer's tick, its giver's and its target's steps. */
+ * balancer's tick, its giver's and its target's steps; stealing. */
 void pts__group_request(pts__worker *w, pts__origin *oe, pts__worker *t, bool by_balancer);
 void pts__group_take_token(pts__origin *oe, pts_agent *b);
 bool pts__group_try_leave(pts__worker *w, pts__origin *oe);
@@ -384,6 +388,10 @@ void pts__leave_groups(pts__worker *w);
 void pts__balance_tick(pts__worker *w, uint64_t now);
 void pts__balance_give(pts__worker *w);
 void pts__balance_take(pts__worker *w);
+/* Stealing: a hungry worker's request for a loop (true: a command came to
+ * its control queue while it waited), and its answer on the busy worker. */
+bool pts__balance_ask(pts__worker *w);
+void pts__balance_steal(pts__worker *w, uint64_t now);
 /* vthread.c, the hooks of a virtual thread's worker loop (worker.c) beside
  * its clock (pts__vthread_now, study.h): a step's start and end (the end charges the step's modelled cost
  * to the clock and to a); the harness's events due now, and whether the

@@ -223,7 +223,7 @@ void pts__balance_tick(pts__worker *w, uint64_t now) {
     if (now < w->plan_until) return; /* waiting for the target */
     w->plan = NULL;                   /* it never came: decide again */
   }
-  if (w->nready < 2) {
+  if (w->nready < 2 || w->mv_pending) { /* (a group leaving: not before it has left) */
     w->bal_armed = false;
     return;
   }
@@ -311,4 +311,71 @@ void pts__balance_take(pts__worker *w) {
   while (pts__mpsc_is_empty(&w->control) && pts__mpsc_is_empty(&w->signaled) &&
          pts__now_ns() - t0 < BAL_TAKE_SPIN_NS)
     pts__cpu_relax(0);
+}
+
+/* ---- stealing (docs/agents.md, "Balancer") ----
+ * The tick decides on windows of a millisecond or more, which is late for
+ * a short burst: a worker whose share ran out early (a faster CPU, lighter
+ * loops) would idle while another still has many ready loops. So a hungry
+ * worker also asks, before it parks: the first worker after it that is not
+ * hungry gets its request (steal_req) and answers at its next step
+ * boundary, if it has two or more ready agents: it gives the origins of
+ * half of its ready agents that may move (at least one, fewer than it has
+ * ready): not pinned, not moving, not moved by the balancer in the last
+ * BAL_RESIDENCE_NS, so an origin still moves at most 10 times a second. The asker spins up to BAL_TAKE_SPIN_NS for the
+ * MOVE (a move costs ~4 us; a wake-up 5 us idle, milliseconds on a loaded
+ * host), and parks if the answer is no. */
+
+static bool may_move(const pts_agent *a, uint64_t now) {
+  const pts__origin *oe = a->oe;
+  return a->urgency != PTS__URGENCY_NONE && oe->pinned == 0 && oe->mv_to == NULL &&
+         (oe->moved_at == 0 || now - oe->moved_at >= BAL_RESIDENCE_NS);
+}
+
+bool pts__balance_ask(pts__worker *w) {
+  pts_pool *pool = w->pool;
+  pts__worker *v = NULL;
+  for (unsigned j = 1; j < pool->n && v == NULL; j++) {
+    pts__worker *o = pool->w[(w->index + j) % pool->n];
+    if (!atomic_load_explicit(&o->hungry, memory_order_relaxed)) v = o;
+  }
+  if (v == NULL) return false;
+  int me = (int)w->index + 1;
+  atomic_store_explicit(&v->steal_req, me, memory_order_relaxed);
+  uint64_t t0 = pts__now_ns();
+  while (pts__mpsc_is_empty(&w->control) && pts__mpsc_is_empty(&w->signaled)) {
+    if (atomic_load_explicit(&v->steal_req, memory_order_relaxed) == -me ||
+        pts__now_ns() - t0 >= BAL_TAKE_SPIN_NS)
+      return false; /* declined, or not answered in time: park */
+    pts__cpu_relax(0);
+  }
+  return true;
+}
+
+void pts__balance_steal(pts__worker *w, uint64_t now) {
+  int r = atomic_load_explicit(&w->steal_req, memory_order_relaxed);
+  if (r <= 0 || (unsigned)r > w->pool->n) return;
+  pts__worker *t = w->pool->w[r - 1];
+  uint32_t given = 0;
+  /* Not while a planned move or a group's departure is under way: the
+   * target may be getting that loop already. */
+  if (w->nready >= 2 && w->plan == NULL && !w->mv_pending &&
+      atomic_load_explicit(&t->hungry, memory_order_relaxed)) {
+    pts_pool *pool = w->pool;
+    pthread_mutex_lock(&pool->mu); /* origin records */
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < w->nagents; i++) n += may_move(w->arr->agents[i], now);
+    uint32_t give = n / 2 ? n / 2 : 1;
+    if (give >= w->nready) give = w->nready - 1; /* one stays ready here */
+    for (uint32_t i = w->nagents; i-- > 0 && given < give;) {
+      pts_agent *a = w->arr->agents[i];
+      if (!may_move(a, now)) continue;
+      pts__group_request(w, a->oe, t, true);
+      given++;
+    }
+    pthread_mutex_unlock(&pool->mu);
+  }
+  /* A newer request (another asker) is left for the next boundary. */
+  (void)atomic_compare_exchange_strong_explicit(&w->steal_req, &r, given ? 0 : -r,
+                                                memory_order_relaxed, memory_order_relaxed);
 }

@@ -291,6 +291,7 @@ static int pool_create(const pts_pool_options *opts, const pts__quant_options *q
     atomic_init(&w->hungry, false);
     atomic_init(&w->invite, 0);
     atomic_init(&w->taker, false);
+    atomic_init(&w->steal_req, 0);
     w->wd_on = o.watchdog_ns != 0; /* before the thread starts */
     if (pool->balance && (w->bal_peer0 = pts__calloc(o.threads, sizeof *w->bal_peer0)) == NULL)
       goto fail;

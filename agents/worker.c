@@ -593,6 +593,8 @@ static void idle(pts__worker *w, uint64_t until) {
       atomic_store_explicit(&w->hungry, true, memory_order_relaxed);
     pts__balance_take(w);
     if (!pts__mpsc_is_empty(&w->control)) return;
+    /* Hungry indeed (no wake-up waiting): ask a busy thread for a loop. */
+    if (pts__mpsc_is_empty(&w->signaled) && pts__balance_ask(w)) return;
   }
   /* Command blocks of other threads go back before we sleep, so their
    * posters can reuse them (sync/nodecache.h). */
@@ -650,7 +652,12 @@ static inline __attribute__((always_inline)) void worker_loop(pts__worker *w, bo
     if (virt && pts__vthread_events(w->vt)) break; /* the harness; the end */
     uint64_t now = exact ? slot_pass(w) : pass(w);
     if (w->plan != NULL) pts__balance_give(w);
-    if (w->pool->balance && now >= w->bal_next) pts__balance_tick(w, now);
+    if (w->pool->balance) {
+      /* Relaxed: a hint; the MOVE carries everything that matters. */
+      if (atomic_load_explicit(&w->steal_req, memory_order_relaxed) > 0)
+        pts__balance_steal(w, now);
+      if (now >= w->bal_next) pts__balance_tick(w, now);
+    }
     if (w->mv_pending) pts__leave_groups(w);
     uint64_t until = UINT64_MAX;
     pts_agent *a = pts__policy_pick(w, now, &until);

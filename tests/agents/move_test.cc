@@ -520,6 +520,44 @@ TEST_F(MoveTest, IdleThreadTakesOneHotLoopOnce) {
   hb.Stop();
 }
 
+// Stealing: a hungry thread asks a busy one, which gives half of its ready
+// loops at once. Thread 1 is busy with one long task while eight hot loops
+// start on thread 0; when the task ends, thread 1 is hungry and takes three
+// or four of them (half of those ready at that moment). The tick-based
+// balancer alone moves none here: each loop is 1/8 of thread 0's window,
+// under the 1/4 share a move needs. Then both threads are busy and nothing
+// moves back (and no loop moves twice: the residence).
+TEST_F(MoveTest, IdleThreadStealsHalfOfABusyThreadsLoops) {
+  std::vector<pts_agent_options> opts;
+  const char *names[] = {"h0", "h1", "h2", "h3", "h4", "h5", "h6", "h7"};
+  for (const char *n : names) opts.push_back(placed(n, 0));
+  opts.push_back(placed("blocker", 1));
+  ASSERT_NO_FATAL_FAILURE(StartPool(balanced(2, PTS_POLICY_ROUND_ROBIN, true), opts));
+  std::atomic<bool> release{false};
+  ASSERT_EQ(0, pts_agent_queue_task(agent(8), PTS_SOURCE_GENERIC, [](void *d, int s) {
+    if (s == 0) while (!static_cast<std::atomic<bool> *>(d)->load()) busy_ns(100000);
+  }, &release));
+  Hot hot[8];
+  for (int i = 0; i < 8; i++) hot[i].Start(agent(i));
+  ASSERT_TRUE(wait_until([&] {
+    for (auto &h : hot) if (h.tasks.load() < 4) return false;
+    return true;
+  }));
+  release.store(true);
+  auto on1 = [&] {
+    int n = 0;
+    for (int i = 0; i < 8; i++) n += pts_agent_thread(agent(i)) == 1;
+    return n;
+  };
+  ASSERT_TRUE(wait_until([&] { return on1() >= 3; })) << on1() << " loops on thread 1";
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  int n = on1();
+  EXPECT_GE(n, 3);
+  EXPECT_LE(n, 4);
+  for (int i = 0; i < 8; i++) EXPECT_LE(moves_of(agent(i)), 1u) << i;
+  for (auto &h : hot) h.Stop();
+}
+
 // On a pool of its own, shut down before it returns (a test may call it
 // more than once).
 void MoveTest::ExpectStayPut(bool balance, bool pin) {
