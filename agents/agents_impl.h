@@ -366,9 +366,9 @@ void pts__agent_wake(void *ctx);
  * a's drain waiters (owner). */
 void pts__push_ctl(pts__worker *w, pts__ctl *c);
 void pts__drainers_complete(pts_agent *a, int status);
-/* worker.c, owner of w unless said: the thread's function and the worker
- * loop it runs (a virtual thread runs it too); a's poll and filing, as
- * after a wake-up; arrays for cap agents (any thread: made by whoever plans
+/* worker.c, owner of w unless said: the thread's function; the same worker
+ * loop for a virtual thread (vthread.c), its hooks on; a's poll and filing,
+ * as after a wake-up; arrays for cap agents (any thread: made by whoever plans
  * the room, so the worker never allocates); takes a out of w's policy,
  * timer heap and agents[]; ends the round (reads the clock, charges the
  * round's steps). */

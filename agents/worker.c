@@ -567,10 +567,6 @@ static void fire_timers(pts__worker *w, uint64_t now) {
 }
 
 static void idle(pts__worker *w, uint64_t until) {
-  if (w->vt != NULL) { /* virtual time: jump to what can change the pick */
-    pts__vthread_idle(w->vt, until);
-    return;
-  }
   /* A slot boundary the worker must be awake at (quantized.c): it parks
    * to just before it and spins to it. */
   uint64_t slot_start =
