@@ -458,7 +458,7 @@ static void leak(rb_ctx *ctx, const env *e) {
   if (!qok) return;
   /* The OS is a channel too: with more runnable threads than cores, how
    * much of the pool thread's run another process takes depends on the
-   * victim's use of its own (docs/host.md, "Leakage study"); so the note
+   * victim's use of its own (docs/host.md, "S1 as JS tenants"); so the note
    * gives the load. */
   double load = -1;
   getloadavg(&load, 1);
@@ -468,7 +468,7 @@ static void leak(rb_ctx *ctx, const env *e) {
   rb_note(ctx, qkey,
           "the same under quantized, %d windows a run after %d ms of warm-up; with no leak "
           "it reads %.4f on average (its bias), under %.4f 95%% of the time; load average "
-          "%.1f (above about 2 here the OS leaks: docs/host.md)",
+          "%.1f (above about 2 the OS can leak: docs/host.md)",
           LEAK_Q_SLOTS, LEAK_Q_WARM_MS, 1 / (2 * LEAK_Q_SLOTS * log(2)),
           3.841 / (2 * LEAK_Q_SLOTS * log(2)), load);
   /* Wilson's 95% interval on the pooled accuracy; its end farther from 1/2. */
