@@ -357,6 +357,37 @@ INSTANTIATE_TEST_SUITE_P(Suite, Conformance,
                                            "task-signal-any.test.js", "timers.test.js",
                                            "yield.test.js"));
 
+// Under quantized an idle neighbour's slots stay idle (docs/security.md,
+// "The quantized policy"): a tenant busy alone on its thread still waits
+// out the other tenant's run in every 4 ms frame, where strict would give
+// it the whole thread. Over 200 ms (about 50 frames; both tenants start
+// high, an equal share, and no 1 s epoch ends) the busy tenant counts the
+// gaps of more than 1 ms between its tasks' starts; the idle one only
+// keeps a timer armed, which fires in its own slots. Load on the machine
+// can only add gaps.
+TEST(Host, QuantizedKeepsAnIdleNeighboursSlots) {
+  const char *busy = R"(
+    const end = performance.now() + 200;
+    let last = performance.now(), gaps = 0;
+    function tick() {
+      const t = performance.now();
+      if (t - last > 1) gaps++;
+      last = t;
+      if (t < end) scheduler.postTask(tick);
+      else console.log(gaps >= 20 ? 'waited for the neighbour' : 'gaps: ' + gaps);
+    }
+    tick();)";
+  ptsh::Options o;
+  o.policy = PTS_POLICY_QUANTIZED;
+  auto rs = run({{"busy", "busy.js", busy},
+                 {"idle", "idle.js", "setTimeout(() => console.log('woke'), 250);"}},
+                1, &o);
+  ASSERT_EQ(rs.size(), 2u);
+  EXPECT_EQ(rs[0].out, "waited for the neighbour\n");
+  EXPECT_EQ(rs[1].out, "woke\n");
+  for (const auto &r : rs) EXPECT_FALSE(r.failed) << r.name << ": " << r.out;
+}
+
 // ---- the examples and the program ----
 
 TEST(Examples, RunTogether) {
@@ -432,8 +463,14 @@ TEST(Program, ExitStatusAndStatistics) {
   // teardown is no task.
   EXPECT_NE(out.find(" tasks=6 "), std::string::npos) << out;
   EXPECT_NE(out.find(" run_ms="), std::string::npos) << out;
+  out = shell("host/ptsched-host --threads 1 --policy quantized " + dir + "/ok.js " + dir +
+                  "/ok.js 2>&1",
+              &st);
+  EXPECT_EQ(st, 0) << out;
+  EXPECT_NE(out.find("[ok#2] fine"), std::string::npos) << out;
   out = shell("host/ptsched-host --policy nonsense x.js 2>&1", &st);
   EXPECT_NE(st, 0) << out;
+  EXPECT_NE(out.find("time-partitioned, quantized"), std::string::npos) << out;  // usage
 }
 
 }  // namespace

@@ -16,10 +16,15 @@
 
 namespace {
 
+// The policies are the library's names (pts_policy_name), so the list
+// grows with the library: quantized since 5.2.
 int usage() {
   std::fprintf(stderr,
                "usage: ptsched-host [--threads N] [--policy P] [--json | --bench] [--preload F.js] a.js [b.js ...]\n"
-               "  P: strict, round-robin, fair, randomized, time-partitioned\n");
+               "  P:");
+  for (int k = 0; k < PTS_POLICY_COUNT && pts_policy_name(k) != nullptr; k++)
+    std::fprintf(stderr, "%s %s", k ? "," : "", pts_policy_name(k));
+  std::fprintf(stderr, " (default strict)\n");
   return 2;
 }
 
@@ -135,7 +140,9 @@ int main(int argc, char **argv) {
     } else if (a == "--policy" && i + 1 < argc) {
       std::string p = argv[++i];
       int k = 0;
-      while (k < PTS_POLICY_COUNT && p != pts_policy_name(k)) k++;
+      while (k < PTS_POLICY_COUNT &&
+             (pts_policy_name(k) == nullptr || p != pts_policy_name(k)))
+        k++;
       if (k == PTS_POLICY_COUNT) return usage();
       opts.policy = static_cast<pts_policy>(k);
     } else if (a == "--preload" && i + 1 < argc) {
