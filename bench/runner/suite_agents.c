@@ -35,19 +35,21 @@ static pts_scheduler *agent_scheduler(pts_agent *a) {
 
 /* A pool of threads under policy with the given quantum (0: the default,
  * pts_pool_options.quantum_ns). */
-static pts_pool *pool_new_q(unsigned threads, pts_policy policy, uint64_t quantum_ns) {
+static pts_pool *pool_new_qb(unsigned threads, pts_policy policy, uint64_t quantum_ns,
+                             bool balance) {
   pts_pool_options o;
   memset(&o, 0, sizeof o);
   o.threads = threads;
   o.policy = policy;
   o.seed = 42;
   o.quantum_ns = quantum_ns;
+  o.balance = balance;
   pts_pool *p = NULL;
   return pts_pool_new(&o, &p) == 0 ? p : NULL;
 }
 
 static pts_pool *pool_new(unsigned threads, pts_policy policy) {
-  return pool_new_q(threads, policy, 0);
+  return pool_new_qb(threads, policy, 0, false);
 }
 
 static pts_agent *agent_new(pts_pool *pool, const char *origin, uint32_t weight,
@@ -641,9 +643,9 @@ typedef struct scale_setup {
 } scale_setup;
 
 static bool scale_open(scale_setup *s, unsigned threads, int policy, uint64_t quantum_ns,
-                       size_t m, size_t total) {
+                       bool balance, size_t m, size_t total) {
   memset(s, 0, sizeof *s);
-  s->pool = pool_new_q(threads, (pts_policy)policy, quantum_ns);
+  s->pool = pool_new_qb(threads, (pts_policy)policy, quantum_ns, balance);
   s->agents = calloc(m, sizeof *s->agents);
   s->ch = aligned_alloc(64, m * sizeof *s->ch);
   if (s->ch) memset(s->ch, 0, m * sizeof *s->ch);
@@ -665,10 +667,10 @@ static void scale_close(scale_setup *s) {
 
 /* One scale point, measured as key. */
 static rb_metric *scale_point(rb_ctx *ctx, const char *key, unsigned threads, int policy,
-                              uint64_t quantum_ns, size_t m, size_t total) {
+                              bool balance, size_t m, size_t total) {
   scale_setup s;
   rb_metric *mt = NULL;
-  if (scale_open(&s, threads, policy, quantum_ns, m, total))
+  if (scale_open(&s, threads, policy, 0, balance, m, total))
     mt = rb_measure(ctx, key, "ns", RB_PTSCHED, s_scale, &s.g);
   else
     rb_unavailable_add(ctx, key, "pool or agent creation failed");
@@ -687,8 +689,8 @@ static void switch_cost(rb_ctx *ctx, size_t total) {
   static const char q1_key[] = "scale.round_robin_q1_t1_a4.ns_per_task";
   static const char a1_key[] = "scale.switch_base_t1_a1.ns_per_task";
   scale_setup q1, a1;
-  bool ok = scale_open(&q1, 1, PTS_POLICY_ROUND_ROBIN, 1, 4, total);
-  ok = scale_open(&a1, 1, PTS_POLICY_ROUND_ROBIN, 0, 1, total) && ok;
+  bool ok = scale_open(&q1, 1, PTS_POLICY_ROUND_ROBIN, 1, false, 4, total);
+  ok = scale_open(&a1, 1, PTS_POLICY_ROUND_ROBIN, 0, false, 1, total) && ok;
   if (ok) {
     rb_spec specs[] = {{q1_key, "ns", RB_PTSCHED, s_scale, &q1.g},
                        {a1_key, "ns", RB_PTSCHED, s_scale, &a1.g}};
@@ -799,7 +801,7 @@ void rb_suite_scale(rb_ctx *ctx) {
         size_t m = am[k];
         snprintf(scen, sizeof scen, "%s_t%u_a%zu", pk, threads, m);
         rb_key_make(key, sizeof key, "scale", scen, "ns_per_task");
-        rb_metric *mt = scale_point(ctx, key, threads, p, 0, m, n);
+        rb_metric *mt = scale_point(ctx, key, threads, p, threads > 1, m, n);
         if (mt) {
           rb_compare(ctx, key, "throughput.floor_prio_fifo.ns_per_task", NULL);
           if (f) fprintf(f, "%zu %.2f %.2f %.2f\n", m, mt->sum.median, mt->sum.min, mt->sum.max);
@@ -811,6 +813,20 @@ void rb_suite_scale(rb_ctx *ctx) {
                              first ? "" : ", \\\n     ", file, pts_policy_name(p), threads);
       first = 0;
     }
+  }
+  /* Two threads run a balancing pool (pts_pool_options.balance), as a host
+   * that wants a second thread's throughput would: a worker whose share
+   * runs out first (this VM's two vCPUs often run at different speeds)
+   * steals loops from the other (docs/agents.md, "Balancer"). Static
+   * placement at 64 agents, for comparison: the _static keys (info). */
+  for (int p = 0; p <= PTS_POLICY_RANDOMIZED; p++) {
+    scale_setup st;
+    policy_key(pk, sizeof pk, p);
+    snprintf(scen, sizeof scen, "%s_t2_a%zu_static", pk, am[na - 1]);
+    rb_key_make(key, sizeof key, "scale", scen, "ns_per_task");
+    if (scale_open(&st, 2, p, 0, false, am[na - 1], total))
+      rb_measure(ctx, key, "ns", RB_INFO, s_scale, &st.g);
+    scale_close(&st);
   }
   /* Go at the same points (the peer), then the ratios. */
   const char *why = NULL;
