@@ -237,8 +237,8 @@ bool pts__quant_wakes_at(const pts__worker *w, uint64_t until, bool wakeups_wait
          (pts__quant_owner_ready(w, until) || (!w->pool->q.no_hold && wakeups_waiting));
 }
 
-/* Quantized: whether a's poll waits for its own slot (study.h): true when
- * the slot at now belongs to another agent. */
+/* Whether a's poll waits for its own slot (study.h): true when the slot
+ * at now belongs to another agent; a is then owed it (q_stale). */
 bool pts__quant_defer(pts__worker *w, pts_agent *a, uint64_t now) {
   pts_agent *owner = pts__quant_owner(w, now);
   if (owner == NULL || owner == a) return false;
@@ -246,8 +246,7 @@ bool pts__quant_defer(pts__worker *w, pts_agent *a, uint64_t now) {
   return true;
 }
 
-
-/* Quantized, real clock: how late a timed park wakes on this worker thread
+/* Real clock: how late a timed park wakes on this worker thread
  * (a decaying maximum, ns). A step may begin only in the first slot - guard
  * of its slot (31 us with the guard's cap) and a park wakes 50-250 us late
  * (timer slack, VM), so before a boundary whose owner has work the worker
@@ -268,7 +267,7 @@ void pts__quant_woke_late(uint64_t late) {
     q_late -= (q_late - late) / 32;
 }
 
-/* Quantized (study.h, the padded pass): whether a pass now leaves the
+/* The padded pass (study.h): whether a pass now leaves the
  * wake-up queue and the timers alone: no pass is due in this run of the
  * owner's slots and the slot's owner has work. */
 bool pts__quant_holding(pts__worker *w, uint64_t now) {
@@ -292,8 +291,8 @@ bool pts__quant_hold(pts__worker *w, uint64_t now, uint64_t *pad_end) {
   return pts__quant_holding(w, now);
 }
 
-/* Spins until t or until a queue gets work (quantized with the hold: the
- * wake-up queue waits for the run-start pass). Returns true at t. */
+/* Spins until t or until a queue gets work (with the hold, the wake-up
+ * queue waits for the run-start pass). Returns true at t. */
 bool pts__quant_spin(pts__worker *w, uint64_t t) {
   bool hold = !w->pool->q.no_hold;
   while ((hold || pts__mpsc_is_empty(&w->signaled)) && pts__mpsc_is_empty(&w->control)) {
