@@ -393,10 +393,11 @@ void pts__balance_take(pts__worker *w);
 bool pts__balance_ask(pts__worker *w);
 void pts__balance_steal(pts__worker *w, uint64_t now);
 /* vthread.c, the hooks of a virtual thread's worker loop (worker.c) beside
- * its clock (pts__vthread_now, study.h): a step's start and end (the end charges the step's modelled cost
- * to the clock and to a); the harness's events due now, and whether the
- * run is over; an idle worker's jump to the next time that can change the
- * pick (until, an event or the run's end). */
+ * its clock (pts__vthread_now, study.h): a step's start and end (the end
+ * charges the step's modelled cost to the clock and to a); the harness's
+ * events due now, and whether the run is over; an idle worker's jump to
+ * the next time that can change the pick (until, an event or the run's
+ * end). */
 void pts__vthread_step_begin(pts__vthread *t);
 void pts__vthread_step_end(pts__vthread *t, pts_agent *a);
 bool pts__vthread_events(pts__vthread *t);
