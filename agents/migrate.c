@@ -322,9 +322,10 @@ void pts__balance_take(pts__worker *w) {
  * boundary, if it has two or more ready agents: it gives the origins of
  * half of its ready agents that may move (at least one, fewer than it has
  * ready): not pinned, not moving, not moved by the balancer in the last
- * BAL_RESIDENCE_NS, so an origin still moves at most 10 times a second. The asker spins up to BAL_TAKE_SPIN_NS for the
- * MOVE (a move costs ~4 us; a wake-up 5 us idle, milliseconds on a loaded
- * host), and parks if the answer is no. */
+ * BAL_RESIDENCE_NS, so an origin still moves at most 10 times a second.
+ * The asker spins up to BAL_TAKE_SPIN_NS for the MOVE (a move costs ~4 us;
+ * a wake-up 5 us idle, milliseconds on a loaded host), and parks if the
+ * answer is no. */
 
 static bool may_move(const pts_agent *a, uint64_t now) {
   const pts__origin *oe = a->oe;
