@@ -103,15 +103,18 @@ function releaseSlot(i) {
   freeHead = i;
 }
 
-// Called by the addon inside a Node callback scope for each task, with the
-// task's scheduling state already current: frees the slot and returns what
-// the callback returns (or throws what it throws). The addon has taken the
-// promise from the slot and settles it after the scope's checkpoint
-// (engine.cc), unless an abort rejected it meanwhile.
+// Called by the addon inside a Node callback scope for each task: hands the
+// task's promise and scheduling state to the addon (enter(), which makes the
+// state current), frees the slot and returns what the callback returns (or
+// throws what it throws). The addon settles the promise after the scope's
+// checkpoint (engine.cc), unless an abort rejected it meanwhile. (The addon
+// reading the two entries itself cost more than this call: v8::Object::Get
+// is a generic lookup.)
 function run(i) {
   const c = table[i >> CHUNK_BITS];
   const o = (i & CHUNK_MASK) * 3;
   const cb = c[o];
+  enter(c[o + 2], c[o + 1]);
   c[o] = freeHead;
   c[o + 1] = undefined;
   c[o + 2] = undefined;
@@ -212,6 +215,7 @@ const fast = native.init(run, onPriorityChange, onAbort, { __proto__: null }, ta
                          CHUNK_BITS, abortSlots);
 const fastPost = fast.post;
 const fastYield = fast.yield;
+const enter = fast.enter;
 // The current scheduling state: {a: abort source or null, p: priority source
 // (a TaskSignal, or a fixed priority number)}, or undefined (null in the
 // spec), read from V8's continuation-preserved embedder data.

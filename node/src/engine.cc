@@ -16,9 +16,10 @@
 //    the task meanwhile) the settlement in a second scope, inside one handle
 //    scope per check-phase run, instead of a dozen Node-API calls each
 //    checking and recording status.
-// 4. The calls JS makes once per task (post and yield without options, and
-//    reading the current state): plain V8 functions, without Node-API's
-//    per-call wrapper, status bookkeeping and argument copies.
+// 4. The calls JS makes once per task (post and yield without options,
+//    reading the current state, and run()'s hand-over of the task's promise
+//    and state): plain V8 functions, without Node-API's per-call wrapper,
+//    status bookkeeping and argument copies.
 // 5. Yield continuations: their promises kept here and fulfilled in a
 //    callback scope, with no JS call (pts_node_engine_settle_yield).
 //
@@ -71,9 +72,15 @@ struct pts_node_engine {
   // scavenger little.
   std::vector<v8::Global<v8::Promise>> yields;
   std::vector<int32_t> yield_free;
-  // The running task's promise (a handle of the check phase's scope), and
-  // whether an abort already rejected it.
-  v8::Local<v8::Value> running;
+  // The running task's promise, handed over by JS run() through enter()
+  // (internal field 0 of `io`, an object of the engine's own): reading it
+  // and the state from the table cost two generic element reads
+  // (v8::Object::Get, about 470 instructions each) per task, the call of
+  // enter() from optimised JS and an internal field about a third of that.
+  // `running`: a task is between its enter() and its settlement; then
+  // whether an abort already rejected its promise.
+  v8::Global<v8::Object> io;
+  bool running = false;
   bool running_settled = false;
 };
 
@@ -117,6 +124,15 @@ extern "C" pts_node_engine *pts_node_engine_new(napi_value run, napi_value table
   e->chunk_bits = chunk_bits;
   e->host = host;
   e->actx = node::EmitAsyncInit(e->isolate, res.As<v8::Object>(), "ptsched.task");
+  v8::Local<v8::ObjectTemplate> t = v8::ObjectTemplate::New(e->isolate);
+  t->SetInternalFieldCount(1);
+  v8::Local<v8::Object> io;
+  if (!t->NewInstance(e->isolate->GetCurrentContext()).ToLocal(&io)) {
+    delete e;
+    return nullptr;
+  }
+  io->SetInternalField(0, v8::Undefined(e->isolate));
+  e->io.Reset(e->isolate, io);
   return e;
 }
 
@@ -166,6 +182,18 @@ void fast_yield(const v8::FunctionCallbackInfo<v8::Value> &info) {
   info.GetReturnValue().Set(true);
 }
 
+// enter(promise, state): called by JS run() for the task it is about to
+// call, inside the task's callback scope: keeps the task's promise for the
+// engine (pts_node_engine_run settles it after the checkpoint) and makes
+// the task's scheduling state, if it has one, the embedder data the
+// callback's promise reactions will carry.
+void fast_enter(const v8::FunctionCallbackInfo<v8::Value> &info) {
+  pts_node_engine *e = engine_of(info);
+  e->io.Get(e->isolate)->SetInternalField(0, info[0]);
+  if (!info[1]->IsUndefined())
+    e->isolate->GetCurrentContext()->SetContinuationPreservedEmbedderData(info[1]);
+}
+
 // state() -> the current scheduling state, or undefined.
 void fast_state(const v8::FunctionCallbackInfo<v8::Value> &info) {
   info.GetReturnValue().Set(
@@ -182,7 +210,10 @@ extern "C" napi_value pts_node_engine_functions(pts_node_engine *e) {
   static const struct {
     const char *name;
     v8::FunctionCallback fn;
-  } list[] = {{"post", fast_post}, {"yield", fast_yield}, {"state", fast_state}};
+  } list[] = {{"post", fast_post},
+              {"yield", fast_yield},
+              {"state", fast_state},
+              {"enter", fast_enter}};
   for (const auto &f : list) {
     v8::Local<v8::Function> fn;
     v8::Local<v8::String> name;
@@ -201,6 +232,8 @@ extern "C" void pts_node_engine_free(pts_node_engine *e) {
 extern "C" void pts_node_engine_scoped(pts_node_engine *e, void (*fn)(void *), void *arg) {
   v8::HandleScope hs(e->isolate);
   fn(arg);
+  // The last task's promise, kept by fast_enter: not kept past the run.
+  e->io.Get(e->isolate)->SetInternalField(0, v8::Undefined(e->isolate));
 }
 
 extern "C" int pts_node_engine_run(pts_node_engine *e, int32_t slot, bool has_state) {
@@ -209,28 +242,25 @@ extern "C" int pts_node_engine_run(pts_node_engine *e, int32_t slot, bool has_st
   // sat at a block's end.
   v8::Isolate *isolate = e->isolate;
   v8::Local<v8::Context> ctx = isolate->GetCurrentContext();
-  v8::Local<v8::Value> state, promise;
-  if ((has_state && !slot_get(e, ctx, slot, 1, &state)) || !slot_get(e, ctx, slot, 2, &promise) ||
-      !promise->IsPromise())
-    return isolate->IsExecutionTerminating() ? -1 : 0;
-  has_state = has_state && !state->IsUndefined();
   v8::Local<v8::Value> arg = v8::Integer::New(isolate, slot);
   v8::Local<v8::Value> ret;
   bool threw = false;
-  e->running = promise;
+  e->running = true;
   e->running_settled = false;
   {
     // spec: invoke the callback, then "clean up after running script": the
     // scope's close runs nextTicks and the microtask checkpoint, where an
     // abort still reaches the task (its abort steps stay attached until it
     // completes; binding.c rejects it through pts_node_engine_reject_running).
+    // run(slot) hands the task's promise and state over (fast_enter) before
+    // it calls the callback.
     node::CallbackScope scope(e->env, e->resource.Get(isolate), e->actx);
-    if (has_state) ctx->SetContinuationPreservedEmbedderData(state);
     v8::TryCatch tc(isolate);
     if (!e->run.Get(isolate)->Call(ctx, v8::Undefined(isolate), 1, &arg).ToLocal(&ret)) {
       if (tc.HasTerminated() || isolate->IsExecutionTerminating()) {
         if (has_state) ctx->SetContinuationPreservedEmbedderData(v8::Undefined(isolate));
-        e->running = v8::Local<v8::Value>();
+        e->running = false;
+        e->io.Get(isolate)->SetInternalField(0, v8::Undefined(isolate));
         tc.ReThrow();
         return -1;
       }
@@ -240,13 +270,17 @@ extern "C" int pts_node_engine_run(pts_node_engine *e, int32_t slot, bool has_st
     if (has_state) ctx->SetContinuationPreservedEmbedderData(v8::Undefined(isolate));
   }
   bool settled = e->running_settled;
-  e->running = v8::Local<v8::Value>();
+  e->running = false;
+  // The field keeps the promise until the next task's enter() or the end of
+  // the check phase's run (pts_node_engine_scoped clears it).
+  v8::Local<v8::Value> promise = e->io.Get(isolate)->GetInternalField(0).As<v8::Value>();
   if (isolate->IsExecutionTerminating()) return -1;
   // spec: resolve (or reject) result, unless an abort rejected it first.
   // Its reactions need a checkpoint before the next task: a second scope,
   // skipped when nothing can be queued (no handler, a plain value, no
-  // rejection to report).
-  if (settled) return 0;
+  // rejection to report). No promise: run() did not reach enter() (the
+  // slot was not a task's), so there is nothing to settle.
+  if (settled || !promise->IsPromise()) return 0;
   v8::Local<v8::Promise> p = promise.As<v8::Promise>();
   if (!threw && !ret->IsObject() && !p->HasHandler()) {
     settle(ctx, p.As<v8::Promise::Resolver>(), true, ret);
@@ -258,10 +292,13 @@ extern "C" int pts_node_engine_run(pts_node_engine *e, int32_t slot, bool has_st
 }
 
 extern "C" void pts_node_engine_reject_running(pts_node_engine *e, napi_value reason) {
-  if (e->running.IsEmpty() || e->running_settled) return;
+  if (!e->running || e->running_settled) return;
   v8::Isolate *isolate = e->isolate;
+  v8::HandleScope hs(isolate);
+  v8::Local<v8::Value> p = e->io.Get(isolate)->GetInternalField(0).As<v8::Value>();
+  if (!p->IsPromise()) return;
   e->running_settled = true;
-  settle(isolate->GetCurrentContext(), e->running.As<v8::Promise::Resolver>(), false,
+  settle(isolate->GetCurrentContext(), p.As<v8::Promise::Resolver>(), false,
          reason ? to_v8(reason) : v8::Undefined(isolate).As<v8::Value>());
 }
 

@@ -31,8 +31,10 @@ typedef struct pts_node_engine pts_node_engine;
 pts_node_engine *pts_node_engine_new(napi_value run, napi_value table,
                                      napi_value resource, int chunk_bits, void *host);
 
-/* {post, yield, state}: V8 functions for the calls made once per task, which
- * skip Node-API's per-call bookkeeping (see engine.cc). NULL on failure. */
+/* {post, yield, state, enter}: V8 functions for the calls made once per
+ * task, which skip Node-API's per-call bookkeeping (see engine.cc; enter is
+ * how run(slot) hands the task's promise and state over). NULL on
+ * failure. */
 napi_value pts_node_engine_functions(pts_node_engine *e);
 
 /* Implemented by the binding for those functions (host is its per-environment
@@ -60,13 +62,15 @@ int pts_node_engine_settle_yield(pts_node_engine *e, int32_t index, bool ok, nap
 void pts_node_engine_free(pts_node_engine *e);
 
 /* Calls fn(arg) inside a V8 handle scope: the check phase's, which the two
- * run functions below use (they open none of their own). */
+ * run functions below use (they open none of their own); then forgets the
+ * last task's promise. */
 void pts_node_engine_scoped(pts_node_engine *e, void (*fn)(void *), void *arg);
 
-/* Runs the task in `slot` of the table as one macrotask: sets the task's
- * scheduling state (the slot's second entry, read only if has_state) as the
- * embedder data, calls run(slot) (which frees the slot and returns the
- * callback's value) inside a Node callback scope, closes the scope
+/* Runs the task in `slot` of the table as one macrotask: calls run(slot)
+ * inside a Node callback scope (run hands the slot's promise and state over
+ * through enter(), which makes the state the embedder data; has_state says
+ * the task may have one, to clear after; run frees the slot and returns the
+ * callback's value), closes the scope
  * (nextTicks and the microtask checkpoint), and only then settles the
  * slot's promise with the value or exception (spec: "clean up after
  * running script" comes before the result settles), in a second scope
