@@ -801,7 +801,7 @@ void rb_suite_scale(rb_ctx *ctx) {
         size_t m = am[k];
         snprintf(scen, sizeof scen, "%s_t%u_a%zu", pk, threads, m);
         rb_key_make(key, sizeof key, "scale", scen, "ns_per_task");
-        rb_metric *mt = scale_point(ctx, key, threads, p, threads > 1, m, n);
+        rb_metric *mt = scale_point(ctx, key, threads, p, false, m, n);
         if (mt) {
           rb_compare(ctx, key, "throughput.floor_prio_fifo.ns_per_task", NULL);
           if (f) fprintf(f, "%zu %.2f %.2f %.2f\n", m, mt->sum.median, mt->sum.min, mt->sum.max);
@@ -814,17 +814,16 @@ void rb_suite_scale(rb_ctx *ctx) {
       first = 0;
     }
   }
-  /* Two threads run a balancing pool (pts_pool_options.balance), as a host
-   * that wants a second thread's throughput would: a worker whose share
-   * runs out first (this VM's two vCPUs often run at different speeds)
-   * steals loops from the other (docs/agents.md, "Balancer"). Static
-   * placement at 64 agents, for comparison: the _static keys (info). */
+  /* Two threads of a balancing pool (pts_pool_options.balance) at 64
+   * agents, for comparison (info): a worker whose share runs out first
+   * (this VM's two vCPUs often run at different speeds) steals loops from
+   * the other (docs/agents.md, "Balancer"). */
   for (int p = 0; p <= PTS_POLICY_RANDOMIZED; p++) {
     scale_setup st;
     policy_key(pk, sizeof pk, p);
-    snprintf(scen, sizeof scen, "%s_t2_a%zu_static", pk, am[na - 1]);
+    snprintf(scen, sizeof scen, "%s_t2_a%zu_balanced", pk, am[na - 1]);
     rb_key_make(key, sizeof key, "scale", scen, "ns_per_task");
-    if (scale_open(&st, 2, p, 0, false, am[na - 1], total))
+    if (scale_open(&st, 2, p, 0, true, am[na - 1], total))
       rb_measure(ctx, key, "ns", RB_INFO, s_scale, &st.g);
     scale_close(&st);
   }
