@@ -330,6 +330,15 @@ bool rb_pin_begin(void) {
   for (int c = 0; c < CPU_SETSIZE && k < 2; c++)
     if (CPU_ISSET(c, &pin_saved)) pin_cpu[k++] = c;
   if (k < 2) return false;
+  /* PTSCHED_BENCH_PIN_SWAP=1: the producer on the second CPU, the consumer
+   * on the first (the two vCPUs of the project's VM may differ in speed;
+   * docs/benchmarks.md, crossthread). */
+  const char *swap = getenv("PTSCHED_BENCH_PIN_SWAP");
+  if (swap != NULL && swap[0] == '1') {
+    int c = pin_cpu[0];
+    pin_cpu[0] = pin_cpu[1];
+    pin_cpu[1] = c;
+  }
   pin_to(pin_cpu[0]);
   atomic_store(&pin_on, 1);
   return true;
