@@ -249,6 +249,7 @@ struct pts__worker {
    * this one for a loop (the asker writes it); the owner answers 0 (given:
    * a MOVE is on its way) or minus the request (declined). A hint too. */
   _Atomic int steal_req;
+  uint64_t hungry_since; /* owner: when it last became hungry */
 
   /* Owner. */
   pts_policy policy;   /* the pool's, copied to the worker's own lines */
@@ -391,6 +392,10 @@ void pts__balance_take(pts__worker *w);
 /* Stealing: a hungry worker's request for a loop (true: a command came to
  * its control queue while it waited), and its answer on the busy worker. */
 bool pts__balance_ask(pts__worker *w);
+/* How long a thread stays hungry before it asks: a thread whose own work is
+ * still arriving (loops being seeded, posts in flight) gets it within a few
+ * microseconds and should not take another's loops meanwhile. */
+#define PTS__STEAL_AFTER_NS UINT64_C(50000)
 void pts__balance_steal(pts__worker *w, uint64_t now);
 /* vthread.c, the hooks of a virtual thread's worker loop (worker.c) beside
  * its clock (pts__vthread_now, study.h): a step's start and end (the end

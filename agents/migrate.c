@@ -317,9 +317,11 @@ void pts__balance_take(pts__worker *w) {
  * The tick decides on windows of a millisecond or more, which is late for
  * a short burst: a worker whose share ran out early (a faster CPU, lighter
  * loops) would idle while another still has many ready loops. So a hungry
- * worker also asks, before it parks: the first worker after it that is not
- * hungry gets its request (steal_req) and answers at its next step
- * boundary, if it has two or more ready agents: it gives the origins of
+ * worker also asks, once it has been hungry for PTS__STEAL_AFTER_NS (50 us:
+ * a worker whose own loops are still being seeded gets their work sooner):
+ * the first worker after it that is not hungry gets its request
+ * (steal_req) and answers at its next step boundary, if it has two or more
+ * ready agents: it gives the origins of
  * half of its ready agents that may move (at least one, fewer than it has
  * ready): not pinned, not moving, not moved by the balancer in the last
  * BAL_RESIDENCE_NS, so an origin still moves at most 10 times a second.

@@ -585,12 +585,22 @@ static void idle(pts__worker *w, uint64_t until) {
   }
   /* Balancer: nothing is ready here; a busy worker may give us a loop. */
   if (w->pool->balance) {
-    if (!atomic_load_explicit(&w->hungry, memory_order_relaxed))
+    if (!atomic_load_explicit(&w->hungry, memory_order_relaxed)) {
       atomic_store_explicit(&w->hungry, true, memory_order_relaxed);
+      w->hungry_since = t0;
+    }
     pts__balance_take(w);
     if (!pts__mpsc_is_empty(&w->control)) return;
-    /* Hungry indeed (no wake-up waiting): ask a busy thread for a loop. */
-    if (pts__mpsc_is_empty(&w->signaled) && pts__balance_ask(w)) return;
+    /* Hungry for a while (no wake-up waiting, none for PTS__STEAL_AFTER_NS):
+     * ask a busy thread for a loop; until then, park no longer than that. */
+    if (pts__mpsc_is_empty(&w->signaled)) {
+      uint64_t ask_at = w->hungry_since + PTS__STEAL_AFTER_NS;
+      if (t0 >= ask_at) {
+        if (pts__balance_ask(w)) return;
+      } else if (until > ask_at) {
+        until = ask_at;
+      }
+    }
   }
   /* Command blocks of other threads go back before we sleep, so their
    * posters can reuse them (sync/nodecache.h). */
