@@ -223,7 +223,8 @@ void pts__balance_tick(pts__worker *w, uint64_t now) {
     if (now < w->plan_until) return; /* waiting for the target */
     w->plan = NULL;                   /* it never came: decide again */
   }
-  if (w->nready < 2 || w->mv_pending) { /* (a group leaving: not before it has left) */
+  /* Not while a group is leaving: a steal's may still be on its way. */
+  if (w->nready < 2 || w->mv_pending) {
     w->bal_armed = false;
     return;
   }
@@ -321,10 +322,10 @@ void pts__balance_take(pts__worker *w) {
  * a worker whose own loops are still being seeded gets their work sooner):
  * the first worker after it that is not hungry gets its request
  * (steal_req) and answers at its next step boundary, if it has two or more
- * ready agents: it gives the origins of
- * half of its ready agents that may move (at least one, fewer than it has
- * ready): not pinned, not moving, not moved by the balancer in the last
- * BAL_RESIDENCE_NS, so an origin still moves at most 10 times a second.
+ * ready agents: it gives the origins of half of its ready agents that may
+ * move (at least one, fewer than it has ready): not pinned, not moving, not
+ * moved by the balancer in the last BAL_RESIDENCE_NS, so an origin still
+ * moves at most 10 times a second.
  * The asker spins up to BAL_TAKE_SPIN_NS for the MOVE (a move costs ~4 us;
  * a wake-up 5 us idle, milliseconds on a loaded host), and parks if the
  * answer is no. */
