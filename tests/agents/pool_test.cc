@@ -768,7 +768,10 @@ TEST_F(PoolTest, AnAgentAddedDuringABurstRunsWithinAFewOfItsTasks) {
   ASSERT_EQ(0, pts_agent_drain(a));
   Blocker blk;
   ASSERT_TRUE(blk.block(a));
-  const int n = 3000;  // 2 us each: some 6 ms of in-place tasks
+  // 2 us each: some 20 ms of in-place tasks, so the stream is still running
+  // when the agent is added even if the test thread loses its CPU for a few
+  // ms (with 3,000 it once ended first under asan, in CI's parallel tests).
+  const int n = 10000;
   SpinCount c;
   std::vector<pts_agent_task_req *> reqs;
   for (int i = 0; i < n; i++) {
