@@ -684,13 +684,20 @@ static rb_metric *scale_point(rb_ctx *ctx, const char *key, unsigned threads, in
  * less the same tasks on 1 agent, which runs them in bursts with no switch.
  * The two are measured interleaved, run i of one beside run i of the
  * other, and the figure is the median of the runs' differences: a change
- * of the host's speed between runs moves both sides of a difference. */
+ * of the host's speed between runs moves both sides of a difference.
+ * Both pools' threads run on one CPU (they inherit the runner's set while
+ * it is pinned): the project's two vCPUs differ by up to 1.4x on this
+ * memory-bound work, and with each pool's thread where the kernel put it
+ * the base read 21 or 32-34 ns from run to run and the difference 17-19
+ * or 7 ns (docs/benchmarks.md, scale). */
 static void switch_cost(rb_ctx *ctx, size_t total) {
   static const char q1_key[] = "scale.round_robin_q1_t1_a4.ns_per_task";
   static const char a1_key[] = "scale.switch_base_t1_a1.ns_per_task";
   scale_setup q1, a1;
+  bool pinned = rb_pin_begin();
   bool ok = scale_open(&q1, 1, PTS_POLICY_ROUND_ROBIN, 1, false, 4, total);
   ok = scale_open(&a1, 1, PTS_POLICY_ROUND_ROBIN, 0, false, 1, total) && ok;
+  if (pinned) rb_pin_end();
   if (ok) {
     rb_spec specs[] = {{q1_key, "ns", RB_PTSCHED, s_scale, &q1.g},
                        {a1_key, "ns", RB_PTSCHED, s_scale, &a1.g}};
@@ -710,7 +717,7 @@ static void switch_cost(rb_ctx *ctx, size_t total) {
   rb_note(ctx, "scale.switch_ns",
           "median over runs of scale.round_robin_q1_t1_a4 (a switch after every task) less "
           "scale.switch_base_t1_a1 (the same tasks on 1 agent, no switch), measured "
-          "interleaved");
+          "interleaved, both pools' threads on one CPU");
   rb_metric *fl = rb_find(ctx, "throughput.floor_prio_fifo.ns_per_task");
   if (fl) {
     rb_target(ctx, "scale.switch_ns", 2 * fl->sum.median, "<= 2x throughput.floor_prio_fifo");
