@@ -665,12 +665,20 @@ static void scale_close(scale_setup *s) {
   if (s->pool) pts_pool_shutdown(s->pool);
 }
 
-/* One scale point, measured as key. */
+/* One scale point, measured as key. A one-thread point's pool runs on the
+ * first CPU (its thread inherits the runner's set while it is pinned), as
+ * scale.switch_ns's do, so that x_a1 compares points on one CPU: unpinned,
+ * each point's thread ran where the kernel put it, and on this VM's two
+ * vCPUs round-robin read 22.3 ns at 1 agent, 34.2 at 4 and 23.0 at 16 in
+ * one main job (2026-11-28). */
 static rb_metric *scale_point(rb_ctx *ctx, const char *key, unsigned threads, int policy,
                               bool balance, size_t m, size_t total) {
   scale_setup s;
   rb_metric *mt = NULL;
-  if (scale_open(&s, threads, policy, 0, balance, m, total))
+  bool pinned = threads == 1 && rb_pin_begin();
+  bool ok = scale_open(&s, threads, policy, 0, balance, m, total);
+  if (pinned) rb_pin_end();
+  if (ok)
     mt = rb_measure(ctx, key, "ns", RB_PTSCHED, s_scale, &s.g);
   else
     rb_unavailable_add(ctx, key, "pool or agent creation failed");
@@ -847,7 +855,11 @@ void rb_suite_scale(rb_ctx *ctx) {
         go_scale_arg g = {threads, am[k], total};
         snprintf(scen, sizeof scen, "go_t%u_a%zu", threads, am[k]);
         rb_key_make(key, sizeof key, "scale", scen, "ns_per_task");
+        /* One thread: the child inherits the pinned set, so Go runs on the
+         * CPU ptsched's one-thread points ran on (scale_point). */
+        bool pinned = threads == 1 && rb_pin_begin();
         rb_metric *mt = rb_measure(ctx, key, "ns", RB_PEER, s_go_scale, &g);
+        if (pinned) rb_pin_end();
         if (mt && f)
           fprintf(f, "%zu %.2f %.2f %.2f\n", am[k], mt->sum.median, mt->sum.min, mt->sum.max);
       }
