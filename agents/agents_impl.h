@@ -255,8 +255,9 @@ struct pts__worker {
   pts_policy policy;   /* the pool's, copied to the worker's own lines */
   pts__vthread *vt;    /* the study's virtual thread running this worker, or NULL */
   /* Set when the worker loop starts (worker.c): every step timed (no
-   * rounds), and whether a lone loop may run bursts. */
-  bool exact, bursts;
+   * rounds), whether a lone loop may run bursts, and whether a loop that
+   * ran a task stays filed unpolled until its next step (lazy_poll). */
+  bool exact, bursts, lazy_poll;
   uint64_t quantum_ns; /* the pool's (pts_pool_options.quantum_ns) */
   pts__warrays *arr;
   uint32_t nagents, hlen, tlen;

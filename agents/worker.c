@@ -134,6 +134,16 @@ static bool alone(const pts__worker *w) {
   return w->nagents == 1 && w->bursts;
 }
 
+/* A pts_agent_move request the poll (or the step before it) applied:
+ * decided now, between two tasks, after a is filed (migration step 1). */
+static inline void take_move_request(pts__worker *w, pts_agent *a) {
+  if (a->req_target >= 0) {
+    unsigned t = (unsigned)a->req_target;
+    a->req_target = -1;
+    pts__group_request(w, a->oe, w->pool->w[t], false);
+  }
+}
+
 /* Polls the agent's loop (inbox, due timers) and files it where it belongs.
  * leave_inbox (only for an agent alone on w): the poll may leave an inbox
  * that is all the work there is to the next step, whose in-place path runs
@@ -175,13 +185,22 @@ static void refresh(pts__worker *w, pts_agent *a, bool ran, uint64_t cpu_ns,
   if (a->drainers != NULL && u == PTS__URGENCY_NONE &&
       !atomic_load_explicit(&a->signaled, memory_order_seq_cst))
     pts__drainers_complete(a, 0);
-  /* A pts_agent_move request the poll (or the step before it) applied:
-   * decided now, between two tasks, after a is filed (migration step 1). */
-  if (a->req_target >= 0) {
-    unsigned t = (unsigned)a->req_target;
-    a->req_target = -1;
-    pts__group_request(w, a->oe, w->pool->w[t], false);
-  }
+  take_move_request(w, a);
+}
+
+/* After a run whose last step ran a task, under a policy that does not rank
+ * loops by their next task's urgency (round-robin, fair, randomized: only
+ * whether a loop is ready counts): the loop stays filed as ready, and its
+ * next step is its poll (a step drains the inbox, fires due timers and runs
+ * the checkpoint before its task). So a one-step turn pays no poll of its
+ * own. A loop that ran its last task costs one empty step at its next
+ * turn, whose full poll files it as idle (completing its drainers, filing
+ * its next timer). Nothing is missed meanwhile: a command pushed into its
+ * inbox comes with a wake-up (the signaled queue), and a pts_loop_stop too;
+ * the inbox's depth statistic waits for the next poll (it is a maximum). */
+static inline void refresh_lazily(pts__worker *w, pts_agent *a) {
+  pts__policy_update(w, a, a->urgency, true, 0);
+  take_move_request(w, a);
 }
 
 /* ---- rounds: the worker's clock ----
@@ -284,6 +303,7 @@ static inline __attribute__((always_inline)) void run_step(pts__worker *w, pts_a
   bool run = in_place || quantum != 0;
   int urgency = a->urgency;
   uint32_t look = w->r_limit;
+  bool ran;
   pts__tls_agent = a;
   for (;;) {
     /* In a burst, a run of commands the loop runs in place (the plain posts
@@ -291,7 +311,7 @@ static inline __attribute__((always_inline)) void run_step(pts__worker *w, pts_a
     uint32_t max = BURST - steps < BURST_LOOK ? BURST - steps : BURST_LOOK;
     wd_begin(w, a);
     uint32_t n = in_place ? pts__loop_run_inbox(a->loop, max, by_urgency) : 0;
-    bool ran = n > 0;
+    ran = n > 0;
     if (ran) {
       steps += n;
     } else {
@@ -322,7 +342,10 @@ static inline __attribute__((always_inline)) void run_step(pts__worker *w, pts_a
   round_add(w, a, steps);
   uint64_t cpu = 0; /* the step's own time, for the slot policies */
   if (steps > 1 || w->r_total >= w->r_limit) cpu = pts__round_end(w);
-  refresh(w, a, true, exact_rounds(w) ? cpu : 0, in_place);
+  if (ran && !in_place && w->lazy_poll && a->urgency != PTS__URGENCY_NONE)
+    refresh_lazily(w, a);
+  else
+    refresh(w, a, true, exact_rounds(w) ? cpu : 0, in_place);
 }
 
 static void publish_layout(pts__worker *w) {
@@ -691,6 +714,7 @@ static inline __attribute__((always_inline)) void worker_loop(pts__worker *w, bo
 static void loop_setup(pts__worker *w) {
   w->exact = w->policy >= PTS_POLICY_TIME_PARTITIONED || w->vt != NULL;
   w->bursts = w->policy <= PTS_POLICY_RANDOMIZED && w->vt == NULL;
+  w->lazy_poll = !w->exact && w->policy != PTS_POLICY_STRICT;
 }
 
 /* The study's instance (cold: compiled for size, so the pool thread's keeps

@@ -515,6 +515,51 @@ TEST_F(PolicyTest, FairRunsWithinItsGranularity) {
   for (auto &c : ch) pts_agent_unref(c.a);
 }
 
+// Under round-robin, fair and randomized a loop whose step ran a task stays
+// filed as ready without a poll; its next step is its poll (worker.c,
+// refresh_lazily). So at one step per turn, beside a busy neighbour: a
+// timer the loop starts still fires while its turns go on (its steps fire
+// due timers), and when its work ends it is filed as idle, its drain
+// completing while the neighbour still has most of its work left.
+struct TimerMark {
+  Log *log;
+  pts_agent *a;
+  static void fire(void *data, int status) {
+    if (status == 0) static_cast<TimerMark *>(data)->log->add('t');
+  }
+  static void start(void *data, int status) {
+    auto *m = static_cast<TimerMark *>(data);
+    if (status != 0) return;
+    pts_global *g = pts_loop_default_global(pts_agent_loop(m->a));
+    EXPECT_EQ(0, pts_timer_start(g, 1, fire, m, nullptr));
+  }
+};
+
+TEST_F(PolicyTest, ALoopFiledUnpolledStillFiresItsTimersAndIsSeenIdle) {
+  for (pts_policy policy : {PTS_POLICY_ROUND_ROBIN, PTS_POLICY_FAIR, PTS_POLICY_RANDOMIZED}) {
+    SCOPED_TRACE(pts_policy_name(policy));
+    OneThread t(policy, 1, 0, 1);
+    Log log;
+    Chain ch[2];
+    lettered_chains(t, log, ch, 2000);
+    TimerMark tm{&log, ch[0].a};
+    ASSERT_TRUE(t.blk.block(t.gate));
+    ASSERT_EQ(0, pts_agent_queue_task(ch[0].a, PTS_SOURCE_GENERIC, TimerMark::start, &tm));
+    ch[0].start(5000);  // A: about 10 ms of tasks, 20 with B's turns between
+    ch[1].start(40000); // B: about 80 ms
+    t.blk.release.store(true);
+    ASSERT_EQ(0, pts_agent_drain(ch[0].a));
+    int b_left = ch[1].left.load();
+    std::string s = log.get();
+    EXPECT_GT(b_left, 20000) << "A's end was seen only after B's work";
+    size_t timer = s.find('t'), last_a = s.rfind('A');
+    ASSERT_NE(std::string::npos, timer);
+    EXPECT_LT(timer, last_a) << "the timer fired only after A's turns ended";
+    EXPECT_EQ(0, pts_agent_drain(ch[1].a));
+    for (auto &c : ch) pts_agent_unref(c.a);
+  }
+}
+
 TEST_F(PolicyTest, AQuantumOverOneSecondIsRefused) {
   pts_pool_options o = pool_opts(1, PTS_POLICY_ROUND_ROBIN);
   o.quantum_ns = 1000000001;
