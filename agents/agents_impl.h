@@ -220,6 +220,10 @@ struct pts_agent {
   uint32_t q_steps, q_above;
   bool q_high, q_known;
   bool q_stale; /* a poll deferred to the agent's own slot (study.h) */
+  /* Ready at its last run but never started in it: the worker came later
+   * than the run's start window (quantized.c, pts__quant_pick). */
+  bool q_missed;
+  uint64_t q_last_start; /* when it last started a step (the worker's clock) */
   uint32_t q_hist[PTS__Q_HIST_BUCKETS], q_hist_max[PTS__Q_HIST_BUCKETS];
 };
 

@@ -181,8 +181,9 @@ pts_agent *pts__quant_pick(pts__worker *w, uint64_t now, uint64_t *until) {
    * boundary grows with the step's length (on this VM, about 300 stretches
    * of 30 us or more a second); paid once per run, it costs little. Capped
    * at 7/8 of the owner's whole run, so a step longer than that can still
-   * start (and overrun) at the run's start. */
-  guard += guard / 2;
+   * start (and overrun) at the run's start. Not for an owner that missed
+   * its last run (below): it starts with the guard alone. */
+  if (!owner->q_missed) guard += guard / 2;
   uint64_t span = (w->nagents <= w->q_len ? w->q_span[j] : 1) * slot;
   if (guard > span - span / 8) guard = span - span / 8;
   /* The guard protects the next owner: a step may run into the owner's own
@@ -190,7 +191,26 @@ pts_agent *pts__quant_pick(pts__worker *w, uint64_t now, uint64_t *until) {
   uint64_t run_end = end;
   if (w->nagents <= w->q_len) run_end += (w->q_run[j] - 1) * slot;
   if (run_end > w->q_epoch_end) run_end = w->q_epoch_end; /* a slot boundary */
-  if (owner->urgency != PTS__URGENCY_NONE && run_end - now >= guard) return owner;
+  if (owner->urgency != PTS__URGENCY_NONE && run_end - now >= guard) {
+    owner->q_missed = false;
+    owner->q_last_start = now;
+    return owner;
+  }
+  /* A ready owner that has not started a step since its run began came too
+   * late for the run's start window: the window is the span less the guard
+   * (31 us for a one-slot owner whose steps take 200 us of 250), and the
+   * worker can arrive later than that every frame when the host takes the
+   * CPU at a fixed phase (on the project's VM: about 40 us every 1 ms,
+   * phase-locked to the clock, so a frame of 4 ms meets it at the same slot
+   * start every time). With the margin that owner would miss every run for
+   * as long as the phase holds (0.4-1.1 s seen); its next run starts with
+   * its guard alone, which leaves a window of 50 us there. The decision
+   * reads the owner's own readiness and history and the time of the
+   * worker's arrival (docs/security.md, "Missed runs"). */
+  if (owner->urgency != PTS__URGENCY_NONE) {
+    uint64_t first = w->nagents <= w->q_len ? k - (w->q_span[j] - w->q_run[j]) : k;
+    if (owner->q_last_start < w->frame_origin + first * slot) owner->q_missed = true;
+  }
   *until = end; /* idle (or too short) slots stay idle */
   return NULL;
 }
