@@ -170,6 +170,7 @@ struct pts_agent {
   uint32_t idx;       /* position in the worker's agents[] */
   uint32_t hidx;      /* position in the policy heap, or PTS__NO_INDEX */
   uint32_t tidx;      /* position in the timer heap, or PTS__NO_INDEX */
+  uint32_t r_slot;    /* 1 + its entry in the worker's round (r_agent), 0 = none */
   uint64_t deadline;  /* next timer deadline (loop time), UINT64_MAX = none */
   uint64_t ready_since;
   uint64_t vruntime;
@@ -278,8 +279,8 @@ struct pts__worker {
    * its new worker at once. */
   bool mv_pending;
   /* The worker's clock (worker.c, "rounds"): the last reading, the steps
-   * run since, by agent (r_agent[i] ran r_steps[i] of them; an agent
-   * stepped twice in a row has one entry), and how many steps the next
+   * run since, by agent (r_agent[i] ran r_steps[i] of them; one entry per
+   * agent, found by its r_slot), and how many steps the next
    * round may have before the clock is read again. */
   uint64_t clk;
   uint32_t r_total, r_len, r_limit;
@@ -597,6 +598,20 @@ bool pts__quant_wakes_at(const pts__worker *w, uint64_t until, bool wakeups_wait
 bool pts__quant_spin(pts__worker *w, uint64_t t);
 uint64_t pts__quant_wake_lead(const pts__worker *w);
 void pts__quant_woke_late(uint64_t late);
+
+/* The policy's update after a turn that ran a task, when its loop stays
+ * filed as ready unpolled (worker.c, refresh_lazily): round-robin's move to
+ * the tail inline (a ready loop is on the list; a call and the policy
+ * switch were a sixth of a switch between loops), the others' by
+ * pts__policy_update. */
+static inline void pts__policy_turn_end(pts__worker *w, pts_agent *a) {
+  if (w->policy == PTS_POLICY_ROUND_ROBIN) {
+    pts__list_remove(&a->rr_link);
+    pts__list_append(&w->rr, &a->rr_link);
+  } else {
+    pts__policy_update(w, a, a->urgency, true, 0);
+  }
+}
 
 /* ---- the policy's say in the worker loop beyond pick and update ----
  * Only quantized's slots need it (quantized.c); every other policy answers

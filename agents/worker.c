@@ -199,7 +199,7 @@ static void refresh(pts__worker *w, pts_agent *a, bool ran, uint64_t cpu_ns,
  * inbox comes with a wake-up (the signaled queue), and a pts_loop_stop too;
  * the inbox's depth statistic waits for the next poll (it is a maximum). */
 static inline void refresh_lazily(pts__worker *w, pts_agent *a) {
-  pts__policy_update(w, a, a->urgency, true, 0);
+  pts__policy_turn_end(w, a);
   take_move_request(w, a);
 }
 
@@ -228,6 +228,7 @@ uint64_t pts__round_end(pts__worker *w) {
   if (w->r_total == 0) return 0;
   uint64_t per = el / w->r_total, rest = el - per * w->r_total;
   for (uint32_t i = 0; i < w->r_len; i++) { /* the remainder to the first */
+    w->r_agent[i]->r_slot = 0;
     uint64_t c = per * w->r_steps[i] + (i == 0 ? rest : 0);
     stat_add(&w->r_agent[i]->st_cpu_ns, c);
     if (!exact_rounds(w)) pts__policy_charge(w, w->r_agent[i], c);
@@ -248,12 +249,16 @@ static void round_restart(pts__worker *w) {
   w->r_total = w->r_len = 0;
 }
 
+/* One entry per agent in a round, not per turn: at one step per turn the
+ * agents alternate, and a round of 32 steps on 4 loops charged 32 entries
+ * (about 20 instructions a step); the charges are the same sums. */
 static void round_add(pts__worker *w, pts_agent *a, uint32_t steps) {
-  if (w->r_len != 0 && w->r_agent[w->r_len - 1] == a) {
-    w->r_steps[w->r_len - 1] += steps;
+  if (a->r_slot != 0) {
+    w->r_steps[a->r_slot - 1] += steps;
   } else {
     w->r_agent[w->r_len] = a;
     w->r_steps[w->r_len++] = steps;
+    a->r_slot = w->r_len;
   }
   w->r_total += steps;
 }

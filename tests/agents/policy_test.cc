@@ -429,6 +429,41 @@ TEST_F(PolicyTest, RoundRobinTurnsRotateAndLastAQuantum) {
 // most urgent first and background last, as at one step per turn; a run
 // ends where its loop's next task is less urgent (E: one user-blocking
 // task, then background ones, e).
+// The worker's rounds (worker.c, "rounds"): each round's time, read once
+// for up to 32 steps, is charged whole to the loops that ran its steps.
+// At one step per turn four loops alternate within a round, each with one
+// entry however often it ran; so after a run the loops' cpu_ns add up to
+// the thread's busy_ns exactly, and four equal chains get about equal
+// shares. (An entry whose slot outlived its round charged nothing; the
+// sum then fell short.)
+TEST_F(PolicyTest, EveryRoundIsChargedWholeToTheLoopsThatRanIt) {
+  OneThread t(PTS_POLICY_ROUND_ROBIN, 1, 0, 1);
+  Log log;
+  Chain ch[4];
+  lettered_chains(t, log, ch, 0);
+  ASSERT_EQ(4000u, run_chains(t, log, ch, 1000).size());
+  uint64_t cpu[4] = {0, 0, 0, 0}, sum = 0;
+  pts_thread_stats ts{};
+  // The worker ends its round before it parks, after the drains complete.
+  EXPECT_TRUE(wait_until([&] {
+    pts_agent_stats st;
+    sum = 0;
+    for (size_t i = 0; i < 5; i++) {
+      EXPECT_EQ(0, pts_agent_get_stats(i < 4 ? ch[i].a : t.gate, &st));
+      if (i < 4) cpu[i] = st.cpu_ns;
+      sum += st.cpu_ns;
+    }
+    EXPECT_EQ(0, pts_pool_get_thread_stats(t.p, 0, &ts));
+    return sum == ts.busy_ns;
+  })) << sum << " ns charged of " << ts.busy_ns << " busy";
+  uint64_t mean = (cpu[0] + cpu[1] + cpu[2] + cpu[3]) / 4;
+  for (size_t i = 0; i < 4; i++) {
+    EXPECT_GT(cpu[i], mean / 2) << ch[i].c;
+    EXPECT_LT(cpu[i], mean * 2) << ch[i].c;
+  }
+  for (auto &c : ch) pts_agent_unref(c.a);
+}
+
 TEST_F(PolicyTest, StrictWithTheDefaultQuantumKeepsUrgencyOrder) {
   OneThread t(PTS_POLICY_STRICT);
   pts_agent *a = t.agent(), *b = t.agent(), *c = t.agent(), *d = t.agent(), *e = t.agent();
