@@ -679,14 +679,17 @@ static uint64_t slot_pass(pts__worker *w) {
  * each, so a pool thread's steps pay nothing for them). */
 static inline __attribute__((always_inline)) void worker_loop(pts__worker *w, bool virt) {
   bool exact = exact_rounds(w);
+  /* Set at creation. A planned move (plan) and hunger exist only with the
+   * balancer: one test per pick without it. */
+  const bool balance = w->pool->balance;
   w->r_limit = 1;
   round_restart(w);
   for (;;) {
     if (drain_control(w)) break;
     if (virt && pts__vthread_events(w->vt)) break; /* the harness; the end */
     uint64_t now = exact ? slot_pass(w) : pass(w);
-    if (w->plan != NULL) pts__balance_give(w);
-    if (w->pool->balance) {
+    if (balance) {
+      if (w->plan != NULL) pts__balance_give(w);
       /* Relaxed: a hint; the MOVE carries everything that matters. */
       if (atomic_load_explicit(&w->steal_req, memory_order_relaxed) > 0)
         pts__balance_steal(w, now);
@@ -697,7 +700,7 @@ static inline __attribute__((always_inline)) void worker_loop(pts__worker *w, bo
     pts_agent *a = pts__policy_pick(w, now, &until);
     if (a != NULL) {
       /* Relaxed: a hint for other workers' balancers, no data behind it. */
-      if (atomic_load_explicit(&w->hungry, memory_order_relaxed))
+      if (balance && atomic_load_explicit(&w->hungry, memory_order_relaxed))
         atomic_store_explicit(&w->hungry, false, memory_order_relaxed);
       if (exact) w->clk = now;
       run_step(w, a, virt);
