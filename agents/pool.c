@@ -695,3 +695,16 @@ int pts_pool_get_thread_stats(const pts_pool *pool, unsigned thread,
   out->move_ns = atomic_load_explicit(&w->st_move_ns, memory_order_relaxed);
   return 0;
 }
+
+int pts_pool_pin_thread(pts_pool *pool, unsigned thread, int cpu) {
+  if (pool == NULL || thread >= pool->n || cpu < -1 || cpu >= CPU_SETSIZE) return PTS_EINVAL;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (cpu >= 0) {
+    CPU_SET(cpu, &set);
+  } else { /* every CPU; the kernel keeps the ones the process may use */
+    long n = sysconf(_SC_NPROCESSORS_CONF);
+    for (long c = 0; c < n && c < CPU_SETSIZE; c++) CPU_SET((int)c, &set);
+  }
+  return pthread_setaffinity_np(pool->w[thread]->tid, sizeof set, &set) == 0 ? 0 : PTS_EINVAL;
+}

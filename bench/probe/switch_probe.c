@@ -8,7 +8,9 @@
  *
  * Prints, per repetition, the run's ns per task and the tasks run. A run
  * ends when every agent has posted its share of TASKS and every chain has
- * ended. Exit status 1 on bad arguments, 2 if the library refuses a call. */
+ * ended. With PIN=1 in the environment, pool thread i is bound to CPU i
+ * modulo the CPUs online (pts_pool_pin_thread). Exit status 1 on bad
+ * arguments, 2 if the library refuses a call. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <semaphore.h>
@@ -17,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "include/ptsched.h"
 
@@ -112,6 +115,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "switch_probe: pool: %s\n", rc != 0 ? pts_strerror(rc) : "out of memory");
     return 2;
   }
+  const char *pin = getenv("PIN");
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  for (unsigned t = 0; pin != NULL && pin[0] == '1' && t < po.threads; t++)
+    if ((rc = pts_pool_pin_thread(pool, t, (int)(t % (unsigned long)(ncpu > 0 ? ncpu : 1)))) != 0) {
+      fprintf(stderr, "switch_probe: pin thread %u: %s\n", t, pts_strerror(rc));
+      return 2;
+    }
   size_t made = 0;
   for (; made < m; made++) {
     char origin[32];

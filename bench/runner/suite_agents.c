@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include "bench/runner/suites.h"
 
+#include <sched.h>
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -642,10 +643,25 @@ typedef struct scale_setup {
   scale_arg g;
 } scale_setup;
 
+/* Binds a pool's threads to distinct CPUs of the runner's set, thread i to
+ * the i-th (pts_pool_pin_thread), when there are enough. Unbound, the
+ * kernel ran both threads of a 2-thread pool on one vCPU for milliseconds
+ * at a time after their wake-ups, and a third of the runs of a 64-agent
+ * point took twice as long (10-11 or 20-23 ns per task; bound, 10-13 in
+ * every run; docs/benchmarks.md, scale). */
+static void pin_threads_apart(pts_pool *pool, unsigned threads) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) != 0 || (unsigned)CPU_COUNT(&set) < threads) return;
+  unsigned t = 0;
+  for (int c = 0; c < CPU_SETSIZE && t < threads; c++)
+    if (CPU_ISSET(c, &set) && pts_pool_pin_thread(pool, t, c) == 0) t++;
+}
+
 static bool scale_open(scale_setup *s, unsigned threads, int policy, uint64_t quantum_ns,
                        bool balance, size_t m, size_t total) {
   memset(s, 0, sizeof *s);
   s->pool = pool_new_qb(threads, (pts_policy)policy, quantum_ns, balance);
+  if (s->pool != NULL && threads > 1) pin_threads_apart(s->pool, threads);
   s->agents = calloc(m, sizeof *s->agents);
   s->ch = aligned_alloc(64, m * sizeof *s->ch);
   if (s->ch) memset(s->ch, 0, m * sizeof *s->ch);

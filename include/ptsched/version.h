@@ -23,7 +23,7 @@ extern "C" {
 /** Major version: the SONAME suffix; changes when the ABI breaks. */
 #define PTS_VERSION_MAJOR 5
 /** Minor version: grows with backward-compatible additions. */
-#define PTS_VERSION_MINOR 2
+#define PTS_VERSION_MINOR 3
 /** Patch version: grows with fixes that change no interface. */
 #define PTS_VERSION_PATCH 0
 

@@ -3,6 +3,9 @@
 // co-located, explicit placement), cross-thread postTask with its result on
 // the agent's thread or on reply_to's loop, promise adoption, bad options,
 // ordinary tasks from any thread, remote controllers and statistics.
+#include <sched.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
@@ -419,6 +422,51 @@ uint64_t delay_hist_total(const pts_agent_stats &st) {
   uint64_t n = 0;
   for (uint64_t b : st.delay_hist) n += b;
   return n;
+}
+
+// pts_pool_pin_thread: a pool thread bound to one CPU runs only there;
+// -1 lets it run on every CPU the test's own thread may use again (its
+// threads start with that set); bad arguments change nothing.
+TEST_F(PoolTest, PinThreadBindsAPoolThreadToOneCpuAndBack) {
+  ASSERT_NO_FATAL_FAILURE(
+      StartPool(pool_opts(2, PTS_POLICY_STRICT), {agent_opts("a", 0), agent_opts("b", 1)}));
+  cpu_set_t allowed;
+  ASSERT_EQ(0, sched_getaffinity(0, sizeof allowed, &allowed));
+  int first = 0, outside = -1;
+  while (!CPU_ISSET(first, &allowed)) first++;
+  for (int c = CPU_SETSIZE - 1; c >= 0 && outside < 0; c--)
+    if (!CPU_ISSET(c, &allowed) && c >= sysconf(_SC_NPROCESSORS_CONF)) outside = c;
+  // The thread's affinity and CPU, read on agent b's thread (thread 1).
+  cpu_set_t seen;
+  int cpu = -1;
+  auto look = [&] {
+    on_agent_thread(agent(1), [&] {
+      EXPECT_EQ(0, sched_getaffinity(0, sizeof seen, &seen));
+      cpu = sched_getcpu();
+    });
+  };
+  look();
+  EXPECT_TRUE(CPU_EQUAL(&allowed, &seen));  // inherited
+
+  EXPECT_EQ(PTS_EINVAL, pts_pool_pin_thread(nullptr, 1, first));
+  EXPECT_EQ(PTS_EINVAL, pts_pool_pin_thread(pool(), 2, first));
+  EXPECT_EQ(PTS_EINVAL, pts_pool_pin_thread(pool(), 1, -2));
+  EXPECT_EQ(PTS_EINVAL, pts_pool_pin_thread(pool(), 1, CPU_SETSIZE));
+  ASSERT_GE(outside, 0);
+  EXPECT_EQ(PTS_EINVAL, pts_pool_pin_thread(pool(), 1, outside));  // no such CPU
+  look();
+  EXPECT_TRUE(CPU_EQUAL(&allowed, &seen));
+
+  ASSERT_EQ(0, pts_pool_pin_thread(pool(), 1, first));
+  look();
+  EXPECT_EQ(1, CPU_COUNT(&seen));
+  EXPECT_TRUE(CPU_ISSET(first, &seen));
+  EXPECT_EQ(first, cpu);
+
+  ASSERT_EQ(0, pts_pool_pin_thread(pool(), 1, -1));
+  look();
+  CPU_AND(&seen, &seen, &allowed);
+  EXPECT_TRUE(CPU_EQUAL(&allowed, &seen));  // every allowed CPU again
 }
 
 TEST_F(PoolTest, StatisticsCountTasksDelaysAndInbox) {
