@@ -49,6 +49,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <sched.h>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -1452,6 +1453,22 @@ int run(const Options &opts, const std::vector<TenantSpec> &specs,
   int rc = pts_pool_new(&po, &pool);
   if (rc != 0) return rc;
   unsigned nth = pts_pool_threads(pool);
+  std::vector<int> cpus(nth, -1);  // each thread's CPU, with pin_threads
+  if (opts.pin_threads) {
+    cpu_set_t set;
+    std::vector<int> allowed;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+      for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set)) allowed.push_back(c);
+    for (unsigned i = 0; i < nth && !allowed.empty() && rc == 0; i++)
+      if ((rc = pts_pool_pin_thread(pool, i, allowed[i % allowed.size()])) == 0)
+        cpus[i] = allowed[i % allowed.size()];
+    if (allowed.empty()) rc = PTS_EINVAL;
+    if (rc != 0) {
+      pts_pool_shutdown(pool);
+      return rc;
+    }
+  }
   for (size_t i = 0; i < specs.size(); i++) {
     auto t = std::make_unique<Tenant>();
     t->host = &h;
@@ -1532,6 +1549,7 @@ int run(const Options &opts, const std::vector<TenantSpec> &specs,
       Result r;
       r.name = t->name;
       r.thread = t->thread;
+      r.cpu = cpus[static_cast<size_t>(t->thread)];
       r.failed = t->failed;
       r.out = t->out;
       r.stats = t->stats;

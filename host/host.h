@@ -23,6 +23,10 @@ struct Options {
   pts_policy policy = PTS_POLICY_STRICT;
   bool capture = false;             // keep console output in Result.out
                                     // instead of writing stdout/stderr
+  // Bind pool thread i to the i-th CPU the process may use, modulo their
+  // number (pts_pool_pin_thread): unbound, the kernel may run two pool
+  // threads on one CPU while another idles (docs/host.md).
+  bool pin_threads = false;
   // Scripts evaluated in every tenant's realm before its own, in order
   // (filename, source): e.g. a test harness.
   std::vector<std::pair<std::string, std::string>> preload;
@@ -37,6 +41,7 @@ struct TenantSpec {
 struct Result {
   std::string name;
   int thread = -1;        // the pool thread it ran on
+  int cpu = -1;           // the CPU that thread was bound to, -1: none
   bool failed = false;    // an uncaught error or unhandled rejection
   std::string out;        // with Options.capture: console output ("E: "
                           // prefixes stderr lines), reports included

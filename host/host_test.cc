@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <sched.h>
+
 #include <fstream>
 #include <map>
 #include <set>
@@ -186,6 +188,31 @@ TEST(Host, UnhandledRejectionIsReportedWhenItHappens) {
   EXPECT_LT(early, later) << r.out;
   EXPECT_LT(late, later) << r.out;
   EXPECT_EQ(r.out.find("caught in a microtask"), std::string::npos) << r.out;
+}
+
+// Options.pin_threads: pool thread i is bound to the i-th CPU the process
+// may use (modulo their number), and each tenant's result names its
+// thread's CPU; unbound, -1.
+TEST(Host, PinnedThreadsAreBoundToTheirOwnCpus) {
+  cpu_set_t set;
+  ASSERT_EQ(0, sched_getaffinity(0, sizeof set, &set));
+  std::vector<int> allowed;
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, &set)) allowed.push_back(c);
+  ASSERT_FALSE(allowed.empty());
+  std::vector<ptsh::TenantSpec> specs = {{"a", "a.js", "queueMicrotask(() => {});"},
+                                         {"b", "b.js", "queueMicrotask(() => {});"}};
+  for (const auto &r : run(specs)) EXPECT_EQ(-1, r.cpu) << r.name;
+  ptsh::Options o;
+  o.pin_threads = true;
+  auto rs = run(specs, 2, &o);
+  ASSERT_EQ(2u, rs.size());
+  for (const auto &r : rs) {
+    EXPECT_FALSE(r.failed) << r.name;
+    ASSERT_GE(r.thread, 0);
+    EXPECT_EQ(allowed[static_cast<size_t>(r.thread) % allowed.size()], r.cpu) << r.name;
+  }
+  EXPECT_NE(rs[0].thread, rs[1].thread);
 }
 
 TEST(Host, MessagesCrossTenantsAndThreads) {

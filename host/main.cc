@@ -20,7 +20,8 @@ namespace {
 // grows with the library: quantized since 5.2.
 int usage() {
   std::fprintf(stderr,
-               "usage: ptsched-host [--threads N] [--policy P] [--json | --bench] [--preload F.js] a.js [b.js ...]\n"
+               "usage: ptsched-host [--threads N] [--pin-threads] [--policy P] [--json | --bench] [--preload F.js] a.js [b.js ...]\n"
+               "  --pin-threads: bind pool thread i to the i-th CPU the process may use\n"
                "  P:");
   for (int k = 0; k < PTS_POLICY_COUNT && pts_policy_name(k) != nullptr; k++)
     std::fprintf(stderr, "%s %s", k ? "," : "", pts_policy_name(k));
@@ -85,10 +86,10 @@ void print_json(const std::vector<ptsh::Result> &rs) {
   for (size_t i = 0; i < rs.size(); i++) {
     const auto &r = rs[i];
     const pts_agent_stats &s = r.stats;
-    std::printf("%s{\"name\":%s,\"thread\":%d,\"failed\":%s,\"tasks\":{\"idle\":%llu,\"low\":%llu,"
+    std::printf("%s{\"name\":%s,\"thread\":%d,\"bound_cpu\":%d,\"failed\":%s,\"tasks\":{\"idle\":%llu,\"low\":%llu,"
                 "\"fifo\":%llu,\"high\":%llu,\"input\":%llu},\"cpu_ns\":%llu,"
                 "\"delay_p50_ns\":%llu,\"delay_p99_ns\":%llu}",
-                i ? "," : "", json_str(r.name).c_str(), r.thread, r.failed ? "true" : "false",
+                i ? "," : "", json_str(r.name).c_str(), r.thread, r.cpu, r.failed ? "true" : "false",
                 (unsigned long long)s.tasks_run[PTS_CLASS_IDLE],
                 (unsigned long long)s.tasks_run[PTS_CLASS_LOW],
                 (unsigned long long)s.tasks_run[PTS_CLASS_FIFO],
@@ -149,6 +150,8 @@ int main(int argc, char **argv) {
       std::string text;
       if (!read_file(argv[++i], &text)) return 2;
       opts.preload.emplace_back(argv[i], text);
+    } else if (a == "--pin-threads") {
+      opts.pin_threads = true;
     } else if (a == "--bench") {
       bench = true;
     } else if (a == "--json") {

@@ -215,8 +215,10 @@ static bool scale_run(const scale_arg *a, const char *preload, double *run_ms, d
   size_t n = 64 + a->tenants * 12 + 2 * PATH_MAX;
   char *extra = malloc(n), *cmd = malloc(n + 4 * PATH_MAX);
   if (!extra || !cmd) abort();
-  size_t off = (size_t)snprintf(extra, n, "--bench --threads %u --preload '%s'", a->threads,
-                                preload);
+  /* Two threads: bound to distinct CPUs (--pin-threads), as the scale
+   * suite's pools are (suite_agents.c, pin_threads_apart). */
+  size_t off = (size_t)snprintf(extra, n, "--bench --threads %u%s --preload '%s'", a->threads,
+                                a->threads > 1 ? " --pin-threads" : "", preload);
   for (size_t i = 0; i < a->tenants; i++) off += (size_t)snprintf(extra + off, n - off, " tasks.js");
   command(a->e, SYS_HOST, NULL, extra, cmd, n + 4 * PATH_MAX);
   free(extra);
