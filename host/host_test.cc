@@ -4,9 +4,9 @@
 // (examples/host), and the program's exit status.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <sched.h>
 
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>

@@ -528,14 +528,14 @@ PTS_EXTERN int pts_agent_set_delay_stats(pts_agent *a, bool on);
 PTS_EXTERN int pts_pool_get_thread_stats(const pts_pool *pool, unsigned thread,
                                          pts_thread_stats *out);
 /** Binds pool thread `thread` to CPU `cpu` (since 5.3), or with cpu = -1
- * lets it run on every CPU the process may use again. A pool's threads
+ * lets it run on every CPU its cpuset allows again. A pool's threads
  * start with the affinity of the thread that made the pool. Binding them
  * to distinct CPUs keeps the kernel from running two of them on one CPU
  * while another idles: on the project's 2-vCPU VM, two unbound threads
  * ran on one vCPU for milliseconds at a time after their wake-ups, and a
  * 2-thread run of the `scale` workload took twice as long in a third of
- * its runs (docs/agents.md, "Two threads"). Any thread, while the pool is
- * not being shut down.
+ * its runs (docs/agents.md, "Two threads on one vCPU"). Any thread, while
+ * the pool is not being shut down.
  * @retval 0 success.
  * @retval PTS_EINVAL NULL pool, thread out of range, cpu < -1, or a CPU
  * the thread may not run on (offline, or outside the process's cpuset). */
