@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "ptsched/scheduler.h"
 #include "util.h"
 
 extern "C" uint64_t pts_test_loop_wakes(pts_loop *loop);
@@ -240,6 +241,56 @@ pts__command *rcmd_runner(pts_loop *l, pts__command *c, pts__inbox_pass *pass) {
     pts__inbox_pass_ran(pass, 5);  // as a provider task of effective priority 4 (user-blocking)
   } while ((c = pts__loop_inbox_next(l, pass)) != NULL);
   return nullptr;
+}
+
+// pts__loop_last_urgency: the class of the task the last step ran, for
+// each kind of pick (the agents layer counts tasks_run by it): scheduler
+// tasks by effective priority (a yield continuation one above its
+// priority's tasks), an input task, a generic task, an idle callback.
+void idle_noop(void *, int, const pts_idle_deadline *) {}
+
+TEST(PoolHooks, TheLastUrgencyIsTheClassOfTheTaskTheStepRan) {
+  pts_loop *l = new_loop();
+  pts_global *g = pts_loop_default_global(l);
+  pts_scheduler *s = pts_global_scheduler(g);
+  std::atomic<int> ran{0};
+  struct Case {
+    int priority;
+    bool yield;
+    int urgency;
+  };
+  const Case cases[] = {
+      {PTS_PRIORITY_BACKGROUND, false, PTS__URGENCY_LOW},      // effective 0
+      {PTS_PRIORITY_BACKGROUND, true, PTS__URGENCY_LOW},       // 1
+      {PTS_PRIORITY_USER_VISIBLE, false, PTS__URGENCY_FIFO},   // 2
+      {PTS_PRIORITY_USER_VISIBLE, true, PTS__URGENCY_HIGH},    // 3
+      {PTS_PRIORITY_USER_BLOCKING, false, PTS__URGENCY_HIGH},  // 4
+      {PTS_PRIORITY_USER_BLOCKING, true, PTS__URGENCY_HIGH},   // 5
+  };
+  for (const Case &c : cases) {
+    if (c.yield) {
+      pts_yield_options yo = PTS_YIELD_OPTIONS_INIT;
+      yo.priority = c.priority;
+      ASSERT_EQ(0, pts_scheduler_yield_cb(s, &yo, count, &ran));
+    } else {
+      pts_post_options po = PTS_POST_OPTIONS_INIT;
+      po.priority = c.priority;
+      ASSERT_EQ(0, pts_scheduler_post_task_cb(s, count, &ran, &po));
+    }
+    EXPECT_EQ(1, pts__loop_step(l));
+    EXPECT_EQ(c.urgency, pts__loop_last_urgency(l)) << c.priority << (c.yield ? " yield" : "");
+  }
+  ASSERT_EQ(0, pts_queue_task(g, PTS_SOURCE_USER_INPUT, count, &ran));
+  EXPECT_EQ(1, pts__loop_step(l));
+  EXPECT_EQ(PTS__URGENCY_INPUT, pts__loop_last_urgency(l));
+  ASSERT_EQ(0, pts_queue_task(g, PTS_SOURCE_GENERIC, count, &ran));
+  EXPECT_EQ(1, pts__loop_step(l));
+  EXPECT_EQ(PTS__URGENCY_FIFO, pts__loop_last_urgency(l));
+  EXPECT_EQ(8, ran.load());
+  ASSERT_EQ(0, pts_request_idle_callback(g, idle_noop, nullptr, 0, nullptr));
+  EXPECT_EQ(1, pts__loop_step(l));
+  EXPECT_EQ(PTS__URGENCY_IDLE, pts__loop_last_urgency(l));
+  EXPECT_EQ(0, pts_loop_free(l));
 }
 
 // The command runner (loop_internal.h) sees a command only when nothing else
