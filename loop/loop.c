@@ -715,8 +715,14 @@ int pts__loop_poll_after_step(pts_loop *loop) {
    * scheduler's next task is the choice (choose's first class that has
    * work, with no other class to compare it with). */
   if (pts__list_empty(&loop->ready) && loop->prov != NULL) {
-    uint64_t order;
-    int prio = loop->prov->peek(loop->prov_ctx, &order);
+    int prio;
+    if (loop->prov_levels != NULL) { /* peek's answer, with no call */
+      uint32_t levels = *loop->prov_levels;
+      prio = levels != 0 ? 31 - __builtin_clz(levels) : -1;
+    } else {
+      uint64_t order;
+      prio = loop->prov->peek(loop->prov_ctx, &order);
+    }
     if (prio >= 0) return urgency_of_priority(prio);
   }
   return urgency_of(choose(loop, true, false).cls);

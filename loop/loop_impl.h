@@ -157,6 +157,7 @@ struct pts_loop {
 
   const pts__provider_ops *prov;
   void *prov_ctx;
+  const uint32_t *prov_levels; /* pts__loop_set_provider_levels, or NULL */
   pts__command_runner run_command; /* or NULL */
 
   void *pool[POOL_CLASSES];

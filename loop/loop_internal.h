@@ -281,6 +281,11 @@ void pts__loop_after_task(pts_loop *loop);
 /* Installs the provider (once per loop; PTS_EBUSY if one is installed). */
 int pts__loop_set_provider(pts_loop *loop, const pts__provider_ops *ops,
                            void *ctx);
+/* Optional, after pts__loop_set_provider: the provider's word of levels,
+ * bit p set iff a task of effective priority p is runnable (so peek's
+ * answer is its highest bit). The post-step poll reads it instead of
+ * calling peek; it must stay valid while the provider is installed. */
+void pts__loop_set_provider_levels(pts_loop *loop, const uint32_t *levels);
 void *pts__loop_provider_ctx(pts_loop *loop);
 
 /* Per-global slot for the scheduler layer (NULL initially). */

@@ -164,6 +164,10 @@ int pts__loop_set_provider(pts_loop *loop, const pts__provider_ops *ops,
   return 0;
 }
 
+void pts__loop_set_provider_levels(pts_loop *loop, const uint32_t *levels) {
+  loop->prov_levels = levels;
+}
+
 void *pts__loop_provider_ctx(pts_loop *loop) { return loop->prov_ctx; }
 
 void **pts__global_sched_slot(pts_global *g) { return &g->sched_slot; }

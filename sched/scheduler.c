@@ -95,6 +95,7 @@ static int ctx_get(pts_loop *loop, sctx **out) {
   }
   int rc = pts__sched_heaps_reserve(c);
   if (rc == 0) rc = pts__loop_set_provider(loop, &pts__sched_provider_ops, c);
+  if (rc == 0) pts__loop_set_provider_levels(loop, &c->bitmap);
   if (rc != 0) {
     ctx_free_parts(c);
     return rc;
