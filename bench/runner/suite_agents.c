@@ -661,7 +661,10 @@ static bool scale_open(scale_setup *s, unsigned threads, int policy, uint64_t qu
                        bool balance, size_t m, size_t total) {
   memset(s, 0, sizeof *s);
   s->pool = pool_new_qb(threads, (pts_policy)policy, quantum_ns, balance);
-  if (s->pool != NULL && threads > 1) pin_threads_apart(s->pool, threads);
+  /* One agent keeps one thread busy: bound, it would run on the first CPU
+   * whatever its speed, where Go's one goroutine (its threads unbound) runs
+   * where the kernel puts it. */
+  if (s->pool != NULL && threads > 1 && m >= threads) pin_threads_apart(s->pool, threads);
   s->agents = calloc(m, sizeof *s->agents);
   s->ch = aligned_alloc(64, m * sizeof *s->ch);
   if (s->ch) memset(s->ch, 0, m * sizeof *s->ch);
