@@ -9,10 +9,13 @@
  * Prints, per repetition, the run's ns per task and the tasks run. A run
  * ends when every agent has posted its share of TASKS and every chain has
  * ended. With PIN=1 in the environment, pool thread i is bound to CPU i
- * modulo the CPUs online (pts_pool_pin_thread). Exit status 1 on bad
+ * modulo the CPUs online (pts_pool_pin_thread); with STATS=1 each
+ * repetition's line adds each thread's steps, busy time and loops moved
+ * in and out (pts_pool_get_thread_stats). Exit status 1 on bad
  * arguments, 2 if the library refuses a call. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -122,6 +125,12 @@ int main(int argc, char **argv) {
       fprintf(stderr, "switch_probe: pin thread %u: %s\n", t, pts_strerror(rc));
       return 2;
     }
+  /* STATS=1: each thread's steps, busy time and loops moved in and out
+   * over each repetition (pts_pool_get_thread_stats). */
+  const char *st = getenv("STATS");
+  bool stats = st != NULL && st[0] == '1';
+  pts_thread_stats *last = calloc(po.threads, sizeof *last);
+  if (last == NULL) return 2;
   size_t made = 0;
   for (; made < m; made++) {
     char origin[32];
@@ -158,7 +167,17 @@ int main(int argc, char **argv) {
       if (ch[i].failed) status = 2;
     }
     sem_destroy(&done);
-    if (status == 0) printf("%.2f ns/task (%zu tasks)\n", (double)(t1 - t0) / (double)ran, ran);
+    if (status == 0) printf("%.2f ns/task (%zu tasks)", (double)(t1 - t0) / (double)ran, ran);
+    for (unsigned t = 0; status == 0 && stats && t < po.threads; t++) {
+      pts_thread_stats ts;
+      if (pts_pool_get_thread_stats(pool, t, &ts) != 0) continue;
+      printf("  [%u: steps %llu busy %.2f ms moves in %llu out %llu]", t,
+             (unsigned long long)(ts.steps - last[t].steps), (ts.busy_ns - last[t].busy_ns) / 1e6,
+             (unsigned long long)(ts.moves_in - last[t].moves_in),
+             (unsigned long long)(ts.moves_out - last[t].moves_out));
+      last[t] = ts;
+    }
+    if (status == 0) printf("\n");
   }
   for (size_t i = 0; i < made; i++) {
     pts_agent_destroy(agents[i], true);
@@ -167,5 +186,6 @@ int main(int argc, char **argv) {
   pts_pool_shutdown(pool);
   free(agents);
   free(ch);
+  free(last);
   return status;
 }
