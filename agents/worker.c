@@ -284,6 +284,14 @@ static void round_add(pts__worker *w, pts_agent *a, uint32_t steps) {
 #define BURST 1024
 #define BURST_LOOK 64
 
+/* pts_agent_stats.tasks_run's class of a task of urgency u (a task that
+ * ran has an urgency; NONE counts as FIFO, as a command runner's task). */
+static const uint8_t class_of_urgency[PTS__URGENCY_COUNT] = {
+    [PTS__URGENCY_NONE] = PTS_CLASS_FIFO, [PTS__URGENCY_IDLE] = PTS_CLASS_IDLE,
+    [PTS__URGENCY_LOW] = PTS_CLASS_LOW,   [PTS__URGENCY_FIFO] = PTS_CLASS_FIFO,
+    [PTS__URGENCY_HIGH] = PTS_CLASS_HIGH, [PTS__URGENCY_INPUT] = PTS_CLASS_INPUT,
+};
+
 /* A run of one of several agents goes on after a step. */
 static bool run_goes_on(pts__worker *w, pts_agent *a, uint64_t quantum, int urgency,
                         uint32_t *look) {
@@ -338,11 +346,10 @@ static inline __attribute__((always_inline)) void run_step(pts__worker *w, pts_a
   }
   pts__tls_agent = NULL;
   if (steps == 1 && last >= 0) { /* most turns at quantum 1: no loop over the classes */
-    stat_add(&a->st_tasks[last > PTS__URGENCY_NONE ? last - 1 : PTS_CLASS_FIFO], 1);
+    stat_add(&a->st_tasks[class_of_urgency[last]], 1);
   } else {
     for (int u = 0; u < PTS__URGENCY_COUNT; u++)
-      if (by_urgency[u] != 0)
-        stat_add(&a->st_tasks[u > PTS__URGENCY_NONE ? u - 1 : PTS_CLASS_FIFO], by_urgency[u]);
+      if (by_urgency[u] != 0) stat_add(&a->st_tasks[class_of_urgency[u]], by_urgency[u]);
   }
   round_add(w, a, steps);
   uint64_t cpu = 0; /* the step's own time, for the slot policies */

@@ -513,6 +513,30 @@ TEST_F(PoolTest, StatisticsCountTasksDelaysAndInbox) {
   EXPECT_EQ(1u, ts.agents);
 }
 
+// tasks_run counts an idle callback in PTS_CLASS_IDLE (the worker maps
+// the step's urgency to its class), beside a generic task in FIFO.
+TEST_F(PoolTest, AnIdleCallbackCountsInTheIdleClass) {
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_ROUND_ROBIN), 2));
+  pts_agent *a = agent(0);
+  std::atomic<int> idle_ran{0};
+  on_agent_thread(a, [&] {
+    EXPECT_EQ(0, pts_request_idle_callback(
+                     pts_loop_default_global(pts_agent_loop(a)),
+                     [](void *d, int status, const pts_idle_deadline *) {
+                       if (status == 0) static_cast<std::atomic<int> *>(d)->fetch_add(1);
+                     },
+                     &idle_ran, 0, nullptr));
+  });
+  ASSERT_TRUE(wait_until([&] { return idle_ran.load() == 1; }));
+  ASSERT_EQ(0, pts_agent_drain(a));
+  pts_agent_stats st;
+  ASSERT_EQ(0, pts_agent_get_stats(a, &st));
+  EXPECT_EQ(1u, st.tasks_run[PTS_CLASS_IDLE]);
+  EXPECT_EQ(1u, st.tasks_run[PTS_CLASS_FIFO]);  // on_agent_thread's task
+  EXPECT_EQ(0u, st.tasks_run[PTS_CLASS_LOW] + st.tasks_run[PTS_CLASS_HIGH] +
+                    st.tasks_run[PTS_CLASS_INPUT]);
+}
+
 // pts_agent_set_delay_stats: posts made while it is off (the default, since
 // 2.0) are not timed, so delay_hist leaves them out (plain posts and posts
 // with a done callback alike) while every other statistic counts them; on,
