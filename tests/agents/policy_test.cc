@@ -425,10 +425,6 @@ TEST_F(PolicyTest, RoundRobinTurnsRotateAndLastAQuantum) {
   for (auto &c : ch) pts_agent_unref(c.a);
 }
 
-// Strict with the default quantum: equally urgent loops take turns, the
-// most urgent first and background last, as at one step per turn; a run
-// ends where its loop's next task is less urgent (E: one user-blocking
-// task, then background ones, e).
 // The worker's rounds (worker.c, "rounds"): each round's time, read once
 // for up to 32 steps, is charged whole to the loops that ran its steps.
 // At one step per turn four loops alternate within a round, each with one
@@ -464,6 +460,10 @@ TEST_F(PolicyTest, EveryRoundIsChargedWholeToTheLoopsThatRanIt) {
   for (auto &c : ch) pts_agent_unref(c.a);
 }
 
+// Strict with the default quantum: equally urgent loops take turns, the
+// most urgent first and background last, as at one step per turn; a run
+// ends where its loop's next task is less urgent (E: one user-blocking
+// task, then background ones, e).
 TEST_F(PolicyTest, StrictWithTheDefaultQuantumKeepsUrgencyOrder) {
   OneThread t(PTS_POLICY_STRICT);
   pts_agent *a = t.agent(), *b = t.agent(), *c = t.agent(), *d = t.agent(), *e = t.agent();

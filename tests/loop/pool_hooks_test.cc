@@ -293,6 +293,35 @@ TEST(PoolHooks, TheLastUrgencyIsTheClassOfTheTaskTheStepRan) {
   EXPECT_EQ(0, pts_loop_free(l));
 }
 
+// The post-step poll with only provider tasks queued: the urgency of the
+// provider's most urgent task, from peek, or from the provider's word of
+// levels once it gave one (pts__loop_set_provider_levels), which the poll
+// then reads instead of peek.
+TEST(PoolHooks, ThePostStepPollTakesPeeksAnswerOrTheWordOfLevels) {
+  pts_loop *l = new_loop();
+  Log log;
+  FakeProvider prov;
+  prov.install(l, &log);
+  EXPECT_EQ(PTS__URGENCY_NONE, pts__loop_poll_after_step(l));
+  prov.post(0, "b");
+  EXPECT_EQ(PTS__URGENCY_LOW, pts__loop_poll_after_step(l));
+  prov.post(2, "v");
+  EXPECT_EQ(PTS__URGENCY_FIFO, pts__loop_poll_after_step(l));
+  prov.post(4, "u");
+  EXPECT_EQ(PTS__URGENCY_HIGH, pts__loop_poll_after_step(l));
+  // The word, not the queues: it says what the provider says it has.
+  uint32_t levels = 1u << 1;
+  pts__loop_set_provider_levels(l, &levels);
+  EXPECT_EQ(PTS__URGENCY_LOW, pts__loop_poll_after_step(l));
+  levels = (1u << 2) | 1u;
+  EXPECT_EQ(PTS__URGENCY_FIFO, pts__loop_poll_after_step(l));
+  levels = 1u << 5;
+  EXPECT_EQ(PTS__URGENCY_HIGH, pts__loop_poll_after_step(l));
+  pts__loop_set_provider_levels(l, nullptr);
+  EXPECT_EQ(PTS__URGENCY_HIGH, pts__loop_poll_after_step(l));  // peek again
+  EXPECT_EQ(0, pts_loop_free(l));
+}
+
 // The command runner (loop_internal.h) sees a command only when nothing else
 // is runnable, and its pick is the step's; a command it declines is applied.
 // A poll that may leave the inbox does so only when the inbox is all the
