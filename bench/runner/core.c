@@ -112,6 +112,37 @@ void rb_target_status(char *buf, size_t size, double median, double target,
              100.0 * by / fabs(target));
 }
 
+int rb_sides_add(rb_sides *s, uint64_t t0, uint64_t posted, uint64_t first, uint64_t end,
+                 size_t tasks) {
+  if (tasks == 0 || posted < t0 || first < t0 || end < first) return -1;
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? 2 * s->cap : 16;
+    double *p = realloc(s->producer, cap * sizeof *p);
+    if (p == NULL) return -1;
+    s->producer = p;
+    double *c = realloc(s->consumer, cap * sizeof *c);
+    if (c == NULL) return -1;
+    s->consumer = c;
+    s->cap = cap;
+  }
+  s->producer[s->n] = (double)(posted - t0) / (double)tasks;
+  s->consumer[s->n++] = (double)(end - first) / (double)tasks;
+  return 0;
+}
+
+size_t rb_sides_measured(const rb_sides *s, const double **producer, const double **consumer) {
+  if (s->n < 2) return 0;
+  *producer = s->producer + 1;
+  *consumer = s->consumer + 1;
+  return s->n - 1;
+}
+
+void rb_sides_free(rb_sides *s) {
+  free(s->producer);
+  free(s->consumer);
+  memset(s, 0, sizeof *s);
+}
+
 static bool key_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
 }

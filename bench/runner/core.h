@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -67,6 +68,31 @@ bool rb_target_met(double median, double target, bool higher_better);
  * NUL-terminates buf (size > 0). */
 void rb_target_status(char *buf, size_t size, double median, double target,
                       bool higher_better, const char *unit);
+
+/* ---- a stream's two sides (crossthread) ---- */
+
+/* A cross-thread stream's producer and consumer, timed apart in every run:
+ * the producer's ns per post over its posting loop alone, and the
+ * consumer's ns per task from its first task to its last. The side whose
+ * figure is the stream's own is its bottleneck (docs/benchmarks.md,
+ * crossthread). Zero-initialised before the first run. */
+typedef struct rb_sides {
+  double *producer, *consumer;
+  size_t n, cap;
+} rb_sides;
+
+/* Adds one run: its first post (t0), the end of its posting loop, its
+ * first and last task (ns, one clock) and its length. Returns 0, or -1
+ * (nothing added) when tasks is 0, the times are out of order or memory
+ * runs out. */
+int rb_sides_add(rb_sides *s, uint64_t t0, uint64_t posted, uint64_t first, uint64_t end,
+                 size_t tasks);
+/* The measured runs: every run but the first, the warm-up (the runner's
+ * groups run one discarded warm-up each, rb_measure_group). Returns their
+ * count and points *producer and *consumer at them (valid until the next
+ * add or free); 0 when there is none. */
+size_t rb_sides_measured(const rb_sides *s, const double **producer, const double **consumer);
+void rb_sides_free(rb_sides *s);
 
 /* ---- result keys ---- */
 

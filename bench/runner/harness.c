@@ -57,6 +57,21 @@ void rb_wait_ready(atomic_int *ready) {
   rb_sleep_ns(1000000);
 }
 
+void rb_sides_record(rb_ctx *ctx, rb_sides *s, const char *stream) {
+  char key[RB_KEY_MAX];
+  const double *producer, *consumer;
+  size_t n = rb_sides_measured(s, &producer, &consumer);
+  if (n > 0) {
+    snprintf(key, sizeof key, "%s.producer_ns_per_post", stream);
+    rb_record(ctx, key, "ns", RB_INFO, producer, n);
+    rb_note(ctx, key, "the producer's posting loop alone, over its posts");
+    snprintf(key, sizeof key, "%s.consumer_ns_per_task", stream);
+    rb_record(ctx, key, "ns", RB_INFO, consumer, n);
+    rb_note(ctx, key, "the consumer from its first task to its last, over the tasks");
+  }
+  rb_sides_free(s);
+}
+
 void rb_spin_ns(uint64_t ns) {
   uint64_t end = rb_now_ns() + ns;
   while (rb_now_ns() < end) {

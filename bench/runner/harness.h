@@ -121,6 +121,10 @@ void rb_pin_end(void);
 /* Waits until *ready is set by a consumer thread about to enter its loop,
  * then 1 ms more so it parks: the first post then measures a wake-up. */
 void rb_wait_ready(atomic_int *ready);
+/* Registers the measured runs of a stream's sides (core.h, rb_sides) as
+ * <stream>.producer_ns_per_post and <stream>.consumer_ns_per_task
+ * (information), then frees them. */
+void rb_sides_record(rb_ctx *ctx, rb_sides *s, const char *stream);
 /* Scales a batch size by ctx->size, at least lo. */
 size_t rb_n(const rb_ctx *ctx, size_t n, size_t lo);
 

@@ -788,7 +788,7 @@ typedef struct uv_q {
   /* The consumer's own line (harness.h): its counts, on every task. */
   RB_CONSUMER_SIDE size_t count;
   size_t counter; /* the tasks' own counter (count_task) */
-  uint64_t end;
+  uint64_t first, end; /* the first task's and the last task's times */
 } uv_q;
 
 static void uv_q_cb(uv_async_t *h) {
@@ -797,6 +797,7 @@ static void uv_q_cb(uv_async_t *h) {
   fnode *list = q->head;
   q->head = q->tail = NULL;
   pthread_mutex_unlock(&q->mu);
+  if (q->count == 0 && list != NULL) q->first = rb_now_ns();
   while (list != NULL) {
     fnode *x = list;
     list = list->next;
@@ -816,7 +817,7 @@ static void *uv_q_thread(void *arg) {
   return NULL;
 }
 
-double rb_libuv_async(size_t n) {
+double rb_libuv_async(size_t n, struct rb_sides *sides) {
   uv_q *q = aligned_alloc(64, sizeof *q);
   fnode *nodes = calloc(n, sizeof *nodes);
   double r = -1;
@@ -848,8 +849,12 @@ double rb_libuv_async(size_t n) {
       pthread_mutex_unlock(&q->mu);
       uv_async_send(&q->async);
     }
+    uint64_t posted = rb_now_ns();
     pthread_join(th, NULL);
-    if (q->counter == n) r = (double)(q->end - t0) / (double)n;
+    if (q->counter == n) {
+      r = (double)(q->end - t0) / (double)n;
+      if (sides != NULL) (void)rb_sides_add(sides, t0, posted, q->first, q->end, n);
+    }
   } else {
     uv_close((uv_handle_t *)&q->async, NULL);
     uv_run(&q->loop, UV_RUN_DEFAULT);

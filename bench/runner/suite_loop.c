@@ -286,7 +286,7 @@ typedef struct xt {
   atomic_int ready;
   /* The consumer's own lines (RB_CONSUMER_SIDE): its count, on every task. */
   RB_CONSUMER_SIDE size_t count;
-  uint64_t end;
+  uint64_t first, end; /* the first task's and the last task's times */
   long csw; /* voluntary context switches of the consumer during the run */
   /* The consumer's allocation counter, read at its first and last task. */
   const volatile uint64_t *c_ap;
@@ -297,7 +297,10 @@ typedef struct xt {
 static void xt_task(void *data, int status) {
   xt *x = data;
   if (status != 0) return;
-  if (++x->count == 1 && x->c_ap) x->c_alloc0 = *x->c_ap;
+  if (++x->count == 1) {
+    x->first = rb_now_ns();
+    if (x->c_ap) x->c_alloc0 = *x->c_ap;
+  }
   if (x->count == x->n) {
     x->end = rb_now_ns();
     x->c_alloc = alloc_since(x->c_ap, x->c_alloc0);
@@ -323,6 +326,7 @@ typedef struct xt_arg {
   bool cached; /* pts_queue_task_from_any_thread instead of requests */
   double csw_per_1k;
   double alloc_post, alloc_cons; /* last run: producer's, consumer's bytes; -1: none */
+  rb_sides sides;                /* each run's producer and consumer, timed apart */
 } xt_arg;
 
 /* The stream of posts. By default with caller-owned requests allocated
@@ -362,9 +366,13 @@ static double s_xt_post(void *arg) {
                                                         xt_task, &x);
       if (rc != 0) break;
     }
+    uint64_t posted = rb_now_ns();
     double p_alloc = alloc_since(ap, a0); /* the producer's posts */
     pthread_join(th, NULL);
-    if (x.count == x.n) r = (double)(x.end - t0) / (double)x.n;
+    if (x.count == x.n) {
+      r = (double)(x.end - t0) / (double)x.n;
+      (void)rb_sides_add(&a->sides, t0, posted, x.first, x.end, x.n);
+    }
     a->csw_per_1k = (double)x.csw * 1000.0 / (double)x.n;
     a->alloc_post = p_alloc;
     a->alloc_cons = x.count == x.n ? x.c_alloc : -1;
@@ -450,7 +458,15 @@ static double s_xt_rtt(void *arg) {
 
 static double p_floor_mpsc(void *a) { return rb_floor_mpsc(*(size_t *)a); }
 static double p_ev_xthread(void *a) { return rb_libevent_xthread(*(size_t *)a); }
-static double p_uv_async(void *a) { return rb_libuv_async(*(size_t *)a); }
+/* libuv's stream, with its sides timed apart as crossthread.post's. */
+typedef struct uv_arg {
+  size_t n;
+  rb_sides sides;
+} uv_arg;
+static double p_uv_async(void *a) {
+  uv_arg *u = a;
+  return rb_libuv_async(u->n, &u->sides);
+}
 static double p_futex_rtt(void *a) { return rb_floor_futex_rtt(*(size_t *)a); }
 static double p_ev_rtt(void *a) { return rb_libevent_wake_rtt(*(size_t *)a); }
 static double p_uv_rtt(void *a) { return rb_libuv_wake_rtt(*(size_t *)a); }
@@ -459,17 +475,21 @@ void rb_suite_crossthread(rb_ctx *ctx) {
   size_t n = rb_n(ctx, 200000, 20000);
   size_t rounds = rb_n(ctx, 2000, 200);
   rb_progress(ctx, "stream of %zu posts from another thread: floor, libevent, libuv, ptsched", n);
-  xt_arg xa = {n, false, 0, -1, -1}, xc = {n, true, 0, -1, -1};
+  xt_arg xa = {n, false, 0, -1, -1, {0}}, xc = {n, true, 0, -1, -1, {0}};
+  uv_arg ua = {n, {0}};
   const rb_spec g1[] = {
       {"crossthread.floor_mpsc.ns_per_task", "ns", RB_FLOOR, p_floor_mpsc, &n},
       {"crossthread.libevent_active.ns_per_task", "ns", RB_PEER, p_ev_xthread, &n},
-      {"crossthread.libuv_async.ns_per_task", "ns", RB_PEER, p_uv_async, &n},
+      {"crossthread.libuv_async.ns_per_task", "ns", RB_PEER, p_uv_async, &ua},
       {"crossthread.post.ns_per_task", "ns", RB_PTSCHED, s_xt_post, &xa},
       {"crossthread.post_cached.ns_per_task", "ns", RB_PTSCHED, s_xt_post, &xc},
   };
   bool pinned = rb_pin_begin();
   rb_measure_group(ctx, g1, sizeof g1 / sizeof g1[0]);
   rb_pin_end();
+  rb_sides_record(ctx, &xa.sides, "crossthread.post");
+  rb_sides_record(ctx, &ua.sides, "crossthread.libuv_async");
+  rb_sides_record(ctx, &xc.sides, "crossthread.post_cached");
   static const char xt_counted[] =
       "the posting thread over its posts plus the loop's thread from its first task to its last";
   if (rb_find(ctx, "crossthread.post.ns_per_task")) {

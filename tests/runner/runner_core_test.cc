@@ -158,6 +158,44 @@ TEST(RunnerTarget, StatusSaysOkOrByHowMuchItIsMissed) {
   EXPECT_EQ(5u, std::string(small).size());
 }
 
+// A stream's sides: each run's producer over its posts and consumer from
+// its first task to its last, the first run (the warm-up's) left out.
+TEST(RunnerSides, EachRunGivesItsProducerAndConsumerPerTaskLessTheWarmUp) {
+  rb_sides s = {};
+  const double *p = nullptr, *c = nullptr;
+  EXPECT_EQ(0u, rb_sides_measured(&s, &p, &c));
+  // Warm-up: 1,000 tasks, posted in 50 us, run from 60 us to 90 us.
+  ASSERT_EQ(0, rb_sides_add(&s, 1000, 51000, 61000, 91000, 1000));
+  EXPECT_EQ(0u, rb_sides_measured(&s, &p, &c));  // the warm-up alone: none
+  // Two measured runs: producer-bound (posting ends with the last task),
+  // then consumer-bound.
+  ASSERT_EQ(0, rb_sides_add(&s, 0, 40000, 1000, 41000, 1000));
+  ASSERT_EQ(0, rb_sides_add(&s, 0, 16000, 2000, 32000, 1000));
+  ASSERT_EQ(2u, rb_sides_measured(&s, &p, &c));
+  EXPECT_DOUBLE_EQ(40.0, p[0]);
+  EXPECT_DOUBLE_EQ(40.0, c[0]);
+  EXPECT_DOUBLE_EQ(16.0, p[1]);
+  EXPECT_DOUBLE_EQ(30.0, c[1]);
+  // More runs than the first allocation holds.
+  for (int i = 0; i < 40; i++) ASSERT_EQ(0, rb_sides_add(&s, 0, 10 * i, 0, 20 * i, 10));
+  ASSERT_EQ(42u, rb_sides_measured(&s, &p, &c));
+  EXPECT_DOUBLE_EQ(39.0, p[41]);
+  EXPECT_DOUBLE_EQ(78.0, c[41]);
+  rb_sides_free(&s);
+  EXPECT_EQ(0u, rb_sides_measured(&s, &p, &c));
+  EXPECT_EQ(nullptr, s.producer);
+}
+
+TEST(RunnerSides, RefusesAnEmptyRunOrTimesOutOfOrder) {
+  rb_sides s = {};
+  EXPECT_EQ(-1, rb_sides_add(&s, 0, 10, 0, 10, 0));   // no task
+  EXPECT_EQ(-1, rb_sides_add(&s, 10, 5, 10, 20, 1));  // posting ends before it starts
+  EXPECT_EQ(-1, rb_sides_add(&s, 10, 20, 5, 20, 1));  // a task before the first post
+  EXPECT_EQ(-1, rb_sides_add(&s, 0, 20, 15, 10, 1));  // the last task before the first
+  EXPECT_EQ(0u, s.n);
+  rb_sides_free(&s);
+}
+
 TEST(RunnerKey, ValidKeys) {
   EXPECT_TRUE(rb_key_valid("throughput.post_run_callback.ns_per_task"));
   EXPECT_TRUE(rb_key_valid("leak.round_robin.s1_bits_per_window"));
