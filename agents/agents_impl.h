@@ -395,13 +395,13 @@ void pts__leave_groups(pts__worker *w);
 void pts__balance_tick(pts__worker *w, uint64_t now);
 void pts__balance_give(pts__worker *w);
 void pts__balance_take(pts__worker *w);
-/* Stealing: a hungry worker's request for a loop (true: a command came to
+/* Stealing: how long a thread stays hungry before it asks (a thread whose
+ * own work is still arriving, loops being seeded or posts in flight, gets
+ * it within a few microseconds and should not take another's loops
+ * meanwhile); a hungry worker's request for a loop (true: a command came to
  * its control queue while it waited), and its answer on the busy worker. */
-bool pts__balance_ask(pts__worker *w);
-/* How long a thread stays hungry before it asks: a thread whose own work is
- * still arriving (loops being seeded, posts in flight) gets it within a few
- * microseconds and should not take another's loops meanwhile. */
 #define PTS__STEAL_AFTER_NS UINT64_C(50000)
+bool pts__balance_ask(pts__worker *w);
 void pts__balance_steal(pts__worker *w, uint64_t now);
 /* vthread.c, the hooks of a virtual thread's worker loop (worker.c) beside
  * its clock (pts__vthread_now, study.h): a step's start and end (the end
