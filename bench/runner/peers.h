@@ -93,7 +93,7 @@ double rb_go_scale(unsigned threads, size_t agents, size_t tasks);
 int rb_go_latency(uint64_t bg_ns, uint64_t gap_ns, double *delays, size_t k);
 
 /* ---- libuv (uv_async_send + a mutex-protected queue) ---- */
-/* sides: each run's producer and consumer timed apart (harness.h), or NULL. */
+/* sides: each run's producer and consumer timed apart (core.h, rb_sides), or NULL. */
 struct rb_sides;
 double rb_libuv_async(size_t n, struct rb_sides *sides);
 double rb_libuv_wake_rtt(size_t rounds);
