@@ -682,9 +682,12 @@ static uint64_t slot_pass(pts__worker *w) {
 }
 
 /* The worker loop, until a shutdown command (a pool thread) or the end of
- * a virtual run (virt: vthread.c's hooks; the loop is compiled once for
- * each, so a pool thread's steps pay nothing for them). */
-static inline __attribute__((always_inline)) void worker_loop(pts__worker *w, bool virt) {
+ * a virtual run (virt: vthread.c's hooks, behind a branch a pool thread
+ * always predicts; one instance of the loop, so the program's link-time
+ * inliner keeps its helpers inline: docs/benchmarks.md, "But the probe is
+ * not every program"). */
+static void worker_loop(pts__worker *w) {
+  const bool virt = w->vt != NULL;
   bool exact = exact_rounds(w);
   /* Set at creation. A planned move (plan) and hunger exist only with the
    * balancer: one test per pick without it. */
@@ -732,11 +735,10 @@ static void loop_setup(pts__worker *w) {
   w->lazy_poll = !w->exact && w->policy != PTS_POLICY_STRICT;
 }
 
-/* The study's instance (cold: compiled for size, so the pool thread's keeps
- * the inliner's budget). */
-__attribute__((cold, noinline)) void pts__worker_loop(pts__worker *w) {
+/* The study's entry: the same loop on its virtual thread. */
+void pts__worker_loop(pts__worker *w) {
   loop_setup(w);
-  worker_loop(w, true);
+  worker_loop(w);
 }
 
 /* Polls a's loop and files it, as after a wake-up (vthread.c: its harness
@@ -750,7 +752,7 @@ void *pts__worker_main(void *arg) {
    * slack alone would overshoot a slot's start window. */
   if (w->policy == PTS_POLICY_QUANTIZED) (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   loop_setup(w);
-  worker_loop(w, false);
+  worker_loop(w);
   /* Shutdown: every agent was torn down first (shutdown protocol step 3);
    * drop the references of nodes still on the signaled queue. */
   while (!pts__mpsc_is_empty(&w->signaled)) drain_signaled(w);
