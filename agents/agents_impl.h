@@ -573,8 +573,12 @@ void pts__policy_update(pts__worker *w, pts_agent *a, int u, bool ran,
                         uint64_t cpu_ns);
 void pts__policy_remove(pts__worker *w, pts_agent *a);
 /* How long (ns of its steps) the picked agent a may run before the policy
- * decides again; 0: one step (pts_pool_options.quantum_ns). */
-uint64_t pts__policy_quantum(pts__worker *w, pts_agent *a);
+ * decides again; 0: one step (pts_pool_options.quantum_ns). At quantum 1
+ * the answer is 0 inline: it is asked at every switch between loops. */
+uint64_t pts__policy_quantum_slow(pts__worker *w, pts_agent *a);
+static inline uint64_t pts__policy_quantum(pts__worker *w, pts_agent *a) {
+  return w->quantum_ns <= 1 ? 0 : pts__policy_quantum_slow(w, a);
+}
 /* Charges a for cpu_ns of steps it ran earlier in the worker's round
  * (worker.c, rounds): fair's virtual runtime. Not for time-partitioned and
  * quantized, whose steps are charged one by one in pts__policy_update. */

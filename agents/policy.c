@@ -229,9 +229,8 @@ void pts__policy_remove(pts__worker *w, pts_agent *a) {
  * passes the next ready loop's by the quantum (a loop's weight scales it),
  * as CFS runs a task for its granularity, so the lag of a ready loop behind
  * its share is bounded by that plus one step and one round. */
-uint64_t pts__policy_quantum(pts__worker *w, pts_agent *a) {
+uint64_t pts__policy_quantum_slow(pts__worker *w, pts_agent *a) {
   uint64_t q = w->quantum_ns;
-  if (q <= 1) return 0;
   switch ((int)w->policy) {
     case PTS_POLICY_ROUND_ROBIN:
     case PTS_POLICY_RANDOMIZED:

@@ -307,23 +307,34 @@ static bool run_goes_on(pts__worker *w, pts_agent *a, uint64_t quantum, int urge
   return now - w->clk < quantum && (w->tlen == 0 || w->arr->theap[0]->deadline > now);
 }
 
-static inline __attribute__((always_inline)) void run_step(pts__worker *w, pts_agent *a,
+/* The picked agent's turn: one step (quantum 0: one of several loops at
+ * quantum 1, and every turn of the slot policies and of the virtual thread,
+ * whose loops never burst), or a run: an agent alone on its worker (a
+ * burst, in_place) or one of several for as long as its quantum lets it
+ * keep the thread. A one-step turn pays the step and its statistics and
+ * nothing of a run's: its checks for a waiting control command, a wake-up
+ * or a move request are the worker loop's next pass (docs/agents.md,
+ * "Switches between loops", item 7). One loop for both, so the loop's
+ * step has one call site and the link-time inliner keeps it inline. */
+static inline __attribute__((always_inline)) void run_turn(pts__worker *w, pts_agent *a,
                                                            bool virt) {
-  uint32_t steps = 0, by_urgency[PTS__URGENCY_COUNT] = {0};
-  int last = -1; /* the class of a step's task (a turn of one step: its only one) */
   bool in_place = alone(w);
   uint64_t quantum = in_place ? 0 : pts__policy_quantum(w, a);
-  bool run = in_place || quantum != 0;
-  int urgency = a->urgency;
+  const bool run = in_place || quantum != 0;
+  uint32_t steps = 0, by_urgency[PTS__URGENCY_COUNT];
+  if (run) memset(by_urgency, 0, sizeof by_urgency);
   uint32_t look = w->r_limit;
+  int urgency = a->urgency;
   bool ran;
   pts__tls_agent = a;
   for (;;) {
     /* In a burst, a run of commands the loop runs in place (the plain posts
      * of a stream) is one call, each of them a step. */
-    uint32_t max = BURST - steps < BURST_LOOK ? BURST - steps : BURST_LOOK;
+    uint32_t n = 0;
     wd_begin(w, a);
-    uint32_t n = in_place ? pts__loop_run_inbox(a->loop, max, by_urgency) : 0;
+    if (in_place)
+      n = pts__loop_run_inbox(a->loop, BURST - steps < BURST_LOOK ? BURST - steps : BURST_LOOK,
+                              by_urgency);
     ran = n > 0;
     if (ran) {
       steps += n;
@@ -332,12 +343,13 @@ static inline __attribute__((always_inline)) void run_step(pts__worker *w, pts_a
       ran = pts__loop_step(a->loop) == 1;
       if (virt) pts__vthread_step_end(w->vt, a);
       steps++;
-      if (ran) by_urgency[last = pts__loop_last_urgency(a->loop)]++;
     }
     wd_end(w);
+    if (!run) break;
+    if (ran && n == 0) by_urgency[pts__loop_last_urgency(a->loop)]++;
     /* A push under way is seen at the next look (maybe_nonempty): the
      * worker looks again before it parks. */
-    if (!run || !ran || steps >= BURST || a->req_target >= 0 ||
+    if (!ran || steps >= BURST || a->req_target >= 0 ||
         pts__mpsc_maybe_nonempty(&w->control))
       break;
     if (!in_place && (pts__mpsc_maybe_nonempty(&w->signaled) ||
@@ -345,8 +357,8 @@ static inline __attribute__((always_inline)) void run_step(pts__worker *w, pts_a
       break;
   }
   pts__tls_agent = NULL;
-  if (steps == 1 && last >= 0) { /* most turns at quantum 1: no loop over the classes */
-    stat_add(&a->st_tasks[class_of_urgency[last]], 1);
+  if (!run) {
+    if (ran) stat_add(&a->st_tasks[class_of_urgency[pts__loop_last_urgency(a->loop)]], 1);
   } else {
     for (int u = 0; u < PTS__URGENCY_COUNT; u++)
       if (by_urgency[u] != 0) stat_add(&a->st_tasks[class_of_urgency[u]], by_urgency[u]);
@@ -713,7 +725,7 @@ static void worker_loop(pts__worker *w) {
       if (balance && atomic_load_explicit(&w->hungry, memory_order_relaxed))
         atomic_store_explicit(&w->hungry, false, memory_order_relaxed);
       if (exact) w->clk = now;
-      run_step(w, a, virt);
+      run_turn(w, a, virt);
       continue;
     }
     (void)pts__round_end(w);

@@ -92,6 +92,38 @@ TEST_F(PolicyTest, RoundRobinAlternatesWithEqualLoads) {
   for (auto *x : {a, b, c}) pts_agent_unref(x);
 }
 
+// At one step per turn every turn is the worker's one-step path (worker.c,
+// run_turn), which keeps no run's per-class counts: each task still counts
+// once, in its own class.
+TEST_F(PolicyTest, AtOneStepPerTurnEveryTaskCountsInItsClass) {
+  OneThread t(PTS_POLICY_ROUND_ROBIN, 1, 0, 1);
+  pts_agent *a = t.agent(), *b = t.agent();
+  ASSERT_TRUE(t.blk.block(t.gate));
+  Log log;
+  Mark ma{&log, 'A'}, mb{&log, 'B'};
+  post_marks(a, &ma, 3, PTS_PRIORITY_BACKGROUND);
+  post_marks(a, &ma, 4, PTS_PRIORITY_USER_BLOCKING);
+  post_marks(b, &mb, 5, PTS_PRIORITY_USER_VISIBLE);
+  post_marks(b, &mb, 2, PTS_PRIORITY_BACKGROUND);
+  t.blk.release.store(true);
+  for (auto *x : {a, b}) ASSERT_EQ(0, pts_agent_drain(x));
+  ASSERT_EQ(14u, log.get().size());
+  // The turns alternated: the path under test ran them all.
+  EXPECT_EQ("ABABABABABABAB", log.get());
+  pts_agent_stats sa, sb;
+  ASSERT_EQ(0, pts_agent_get_stats(a, &sa));
+  ASSERT_EQ(0, pts_agent_get_stats(b, &sb));
+  EXPECT_EQ(3u, sa.tasks_run[PTS_CLASS_LOW]);
+  EXPECT_EQ(4u, sa.tasks_run[PTS_CLASS_HIGH]);
+  EXPECT_EQ(0u, sa.tasks_run[PTS_CLASS_FIFO] + sa.tasks_run[PTS_CLASS_IDLE] +
+                    sa.tasks_run[PTS_CLASS_INPUT]);
+  EXPECT_EQ(2u, sb.tasks_run[PTS_CLASS_LOW]);
+  EXPECT_EQ(5u, sb.tasks_run[PTS_CLASS_FIFO]);
+  EXPECT_EQ(0u, sb.tasks_run[PTS_CLASS_HIGH] + sb.tasks_run[PTS_CLASS_IDLE] +
+                    sb.tasks_run[PTS_CLASS_INPUT]);
+  for (auto *x : {a, b}) pts_agent_unref(x);
+}
+
 TEST_F(PolicyTest, StrictRunsMostUrgentLoopFirstThenOldest) {
   OneThread t(PTS_POLICY_STRICT, 1, 0, 1);
   pts_agent *a = t.agent(), *b = t.agent(), *c = t.agent(), *d = t.agent();
