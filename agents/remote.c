@@ -313,8 +313,12 @@ static __attribute__((noinline)) void xtask_refuse(xtask *x, int status) {
   }
 }
 
-/* The task's steps once it starts (direct-callback form of postTask). */
-static inline void xtask_steps(xtask *x) {
+/* The task's steps once it starts (direct-callback form of postTask).
+ * Always inline: the in-place run's pass calls them for each task of a
+ * stream, and out of line (where link-time optimisation left them once the
+ * program grew) they cost about 20 instructions a task more
+ * (docs/benchmarks.md, "But the probe is not every program"). */
+static inline __attribute__((always_inline)) void xtask_steps(xtask *x) {
   pts_agent *a = x->agent;
   if (x->due_ns != 0) {
     uint64_t now = pts__stat_now_ns();
