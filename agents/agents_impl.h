@@ -266,7 +266,10 @@ struct pts__worker {
   uint64_t quantum_ns; /* the pool's (pts_pool_options.quantum_ns) */
   pts__warrays *arr;
   uint32_t nagents, hlen, tlen;
-  pts__list rr;      /* round-robin: ready agents (rr_link), in turn order */
+  /* Round-robin: ready agents (rr_link) on a ring in turn order, rr_head
+   * the next to run (NULL: none). A ring with no sentinel, so the end of a
+   * turn is one pointer step (policy.c, "round-robin ring"). */
+  pts__list *rr_head;
   uint64_t seq;      /* ready-since sequence (strict, fair ties) */
   uint64_t min_vr;   /* fair: floor for a newly ready agent */
   uint64_t total;    /* randomized: sum of tickets */
@@ -604,14 +607,13 @@ uint64_t pts__quant_wake_lead(const pts__worker *w);
 void pts__quant_woke_late(uint64_t late);
 
 /* The policy's update after a turn that ran a task, when its loop stays
- * filed as ready unpolled (worker.c, refresh_lazily): round-robin's move to
- * the tail inline (a ready loop is on the list; a call and the policy
- * switch were a sixth of a switch between loops), the others' by
- * pts__policy_update. */
+ * filed as ready unpolled (worker.c, refresh_lazily): round-robin's move of
+ * the picked head to the tail inline, one step of the ring's head (a call
+ * and the policy switch were a sixth of a switch between loops, and moving
+ * the node another), the others' by pts__policy_update. */
 static inline void pts__policy_turn_end(pts__worker *w, pts_agent *a) {
-  if (w->policy == PTS_POLICY_ROUND_ROBIN) {
-    pts__list_remove(&a->rr_link);
-    pts__list_append(&w->rr, &a->rr_link);
+  if (w->policy == PTS_POLICY_ROUND_ROBIN && w->rr_head == &a->rr_link) {
+    w->rr_head = a->rr_link.next; /* the head, picked, is the tail now */
   } else {
     pts__policy_update(w, a, a->urgency, true, 0);
   }

@@ -61,7 +61,7 @@ static uint64_t draw(uint64_t s[4], uint64_t n) {
 void pts__policy_init(pts__worker *w) {
   w->policy = w->pool->opts.policy;
   w->quantum_ns = w->pool->opts.quantum_ns;
-  pts__list_init(&w->rr);
+  w->rr_head = NULL;
   /* Each thread's stream depends on the seed and its index only, so a run
    * with the same seed and the same ready sets repeats its choices. */
   uint64_t x = w->pool->opts.seed ^ ((uint64_t)w->index * UINT64_C(0xd1b54a32d192ed03));
@@ -136,10 +136,28 @@ static void hremove(pts__worker *w, pts_agent *a) {
   a->hidx = PTS__NO_INDEX;
 }
 
-/* ---- round-robin list ---- */
+/* ---- round-robin ring ----
+ * The ready agents on a ring of rr_link nodes with no sentinel (the list
+ * toolkit's insert and remove, sync/list.h, work on any ring), w->rr_head
+ * the next to run and its predecessor the last: so the end of a turn that
+ * leaves the head ready is one step of rr_head (pts__policy_turn_end), where
+ * a sentinel list moved the node (a sixth of a switch between loops). */
 
-static void rr_unlink(pts_agent *a) {
-  if (pts__list_linked(&a->rr_link)) pts__list_remove(&a->rr_link);
+/* To the tail: right before the head. */
+static void rr_append(pts__worker *w, pts_agent *a) {
+  if (w->rr_head == NULL) {
+    a->rr_link.next = a->rr_link.prev = &a->rr_link;
+    w->rr_head = &a->rr_link;
+  } else {
+    pts__list_insert_before(w->rr_head, &a->rr_link);
+  }
+}
+
+static void rr_unlink(pts__worker *w, pts_agent *a) {
+  pts__list *n = &a->rr_link;
+  if (!pts__list_linked(n)) return;
+  if (w->rr_head == n) w->rr_head = n->next == n ? NULL : n->next;
+  pts__list_remove(n);
 }
 
 
@@ -161,10 +179,14 @@ void pts__policy_update(pts__worker *w, pts_agent *a, int u, bool ran,
       if (ready && (ran || !pts__list_linked(&a->rr_link))) {
         /* The turn's end (every step at quantum 1), or newly ready: to
          * the tail. */
-        rr_unlink(a);
-        pts__list_append(&w->rr, &a->rr_link);
+        if (w->rr_head == &a->rr_link) {
+          w->rr_head = a->rr_link.next; /* the head's turn ended */
+        } else {
+          rr_unlink(w, a);
+          rr_append(w, a);
+        }
       } else if (!ready) {
-        rr_unlink(a);
+        rr_unlink(w, a);
       }
       break;
     case PTS_POLICY_STRICT:
@@ -214,7 +236,7 @@ void pts__policy_update(pts__worker *w, pts_agent *a, int u, bool ran,
 }
 
 void pts__policy_remove(pts__worker *w, pts_agent *a) {
-  rr_unlink(a);
+  rr_unlink(w, a);
   hremove(w, a);
   if (a->tickets != 0) {
     fen_add(w, a->idx, -(int64_t)a->tickets);
@@ -260,7 +282,7 @@ void pts__policy_charge(pts__worker *w, pts_agent *a, uint64_t cpu_ns) {
 pts_agent *pts__policy_pick(pts__worker *w, uint64_t now, uint64_t *until) {
   switch ((int)w->policy) {
     case PTS_POLICY_ROUND_ROBIN:
-      return w->rr.next == &w->rr ? NULL : container_of(w->rr.next, pts_agent, rr_link);
+      return w->rr_head == NULL ? NULL : container_of(w->rr_head, pts_agent, rr_link);
     case PTS_POLICY_STRICT:
     case PTS_POLICY_FAIR:
       return w->hlen > 0 ? w->arr->heap[0] : NULL;
