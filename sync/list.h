@@ -9,7 +9,9 @@
  * list is empty, so insert and remove never test for an end. A node that is
  * not on a list has NULL links: remove clears them, so "is it linked" is
  * one test (pts__list_linked). A head points at itself: the struct holding
- * it must not be copied or moved once the head is initialised.
+ * it must not be copied or moved once the head is initialised. Insert and
+ * remove also serve a ring with no sentinel, where the owner keeps a pointer
+ * to its first node (round-robin's ready ring, agents/policy.c).
  *
  * Threads: none of its own; each list belongs to one thread, or to one
  * lock's holders (its owner's rule). */
