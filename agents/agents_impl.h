@@ -55,8 +55,10 @@ typedef struct pts__posted {
 #define PTS__NO_INDEX UINT32_MAX
 
 /* The most steps a worker runs between two readings of the clock (worker.c,
- * "rounds"). */
-#define PTS__ROUND_MAX 32
+ * "rounds"): the cap on a round of steps shorter than ROUND_NS / 64 (31 ns),
+ * which a round of about 2 us would otherwise hold more of; it is also how
+ * many steps a round of such steps can last if they suddenly grow long. */
+#define PTS__ROUND_MAX 64
 /* The longest quantum pts_pool_new accepts (1 s): longer would let one loop
  * keep a thread for human-visible time. */
 #define PTS__QUANTUM_MAX_NS UINT64_C(1000000000)

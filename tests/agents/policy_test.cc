@@ -458,7 +458,7 @@ TEST_F(PolicyTest, RoundRobinTurnsRotateAndLastAQuantum) {
 }
 
 // The worker's rounds (worker.c, "rounds"): each round's time, read once
-// for up to 32 steps, is charged whole to the loops that ran its steps.
+// for up to 64 steps, is charged whole to the loops that ran its steps.
 // At one step per turn four loops alternate within a round, each with one
 // entry however often it ran; so after a run the loops' cpu_ns add up to
 // the thread's busy_ns exactly, and four equal chains get about equal
