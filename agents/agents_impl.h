@@ -612,7 +612,7 @@ void pts__quant_woke_late(uint64_t late);
  * filed as ready unpolled (worker.c, refresh_lazily): round-robin's move of
  * the picked head to the tail inline, one step of the ring's head (a call
  * and the policy switch were a sixth of a switch between loops, and moving
- * the node another), the others' by pts__policy_update. */
+ * the node about 10 instructions more), the others' by pts__policy_update. */
 static inline void pts__policy_turn_end(pts__worker *w, pts_agent *a) {
   if (w->policy == PTS_POLICY_ROUND_ROBIN && w->rr_head == &a->rr_link) {
     w->rr_head = a->rr_link.next; /* the head, picked, is the tail now */
