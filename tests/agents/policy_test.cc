@@ -526,34 +526,44 @@ TEST_F(PolicyTest, StrictWithTheDefaultQuantumKeepsUrgencyOrder) {
 
 // Strict: a loop's run, however long its quantum, gives the thread to a
 // more urgent loop that becomes ready during it after the current step.
+// The poster must be running while C's run is: an attempt in which the host
+// stalled it through the whole run (its post returned after 2,000 of C's
+// tasks; seen once under AddressSanitizer with the suite's other tests on
+// both CPUs) says nothing of the worker, and is made again.
 TEST_F(PolicyTest, StrictRunEndsWhenAMoreUrgentLoopBecomesReady) {
-  OneThread t(PTS_POLICY_STRICT, 1, 0, 500000000);  // 0.5 s turns
-  Log log;
-  Chain c;
-  c.a = t.agent();
-  c.log = &log;
-  c.c = 'C';
-  c.task_ns = 1000;
-  pts_agent *b = t.agent();
-  Mark mb{&log, 'B'};
-  c.start(3000);
-  ASSERT_TRUE(wait_until([&] { return log.get().size() >= 50; }));
-  post_marks(b, &mb, 1, PTS_PRIORITY_USER_BLOCKING);
-  size_t posted = log.get().size();  // C's tasks before the post returned
-  ASSERT_EQ(0, pts_agent_drain(c.a));
-  ASSERT_EQ(0, pts_agent_drain(b));
-  std::string s = log.get();
-  size_t at = s.find('B');
-  ASSERT_NE(std::string::npos, at);
-  ASSERT_LT(posted, 2000u) << "the host stalled the poster through C's run";
-  // Without the look at the wake-up queue B would wait for the rest of C's
-  // 3 ms of work (all inside one quantum). Counted from the post's return,
-  // so a poster the host preempts between its push and its return does not
-  // count against the worker.
-  EXPECT_LT(at - posted, 500u) << "B ran " << at - posted << " of C's tasks after its post, at "
-                               << at;
-  pts_agent_unref(c.a);
-  pts_agent_unref(b);
+  bool judged = false;
+  for (int attempt = 0; attempt < 5 && !judged; attempt++) {
+    OneThread t(PTS_POLICY_STRICT, 1, 0, 500000000);  // 0.5 s turns
+    Log log;
+    Chain c;
+    c.a = t.agent();
+    c.log = &log;
+    c.c = 'C';
+    c.task_ns = 1000;
+    pts_agent *b = t.agent();
+    Mark mb{&log, 'B'};
+    c.start(3000);
+    ASSERT_TRUE(wait_until([&] { return log.get().size() >= 50; }));
+    post_marks(b, &mb, 1, PTS_PRIORITY_USER_BLOCKING);
+    size_t posted = log.get().size();  // C's tasks before the post returned
+    ASSERT_EQ(0, pts_agent_drain(c.a));
+    ASSERT_EQ(0, pts_agent_drain(b));
+    std::string s = log.get();
+    size_t at = s.find('B');
+    ASSERT_NE(std::string::npos, at);
+    judged = posted < 2000;
+    // Without the look at the wake-up queue B would wait for the rest of
+    // C's 3 ms of work (all inside one quantum). Counted from the post's
+    // return, so a poster the host preempts between its push and its
+    // return does not count against the worker.
+    if (judged) {
+      EXPECT_LT(at - posted, 500u) << "B ran " << at - posted << " of C's tasks after its post, at "
+                                   << at;
+    }
+    pts_agent_unref(c.a);
+    pts_agent_unref(b);
+  }
+  EXPECT_TRUE(judged) << "the host stalled the poster through C's run in every attempt";
 }
 
 // Fair with a 20 us quantum: two equal loops of 1 us tasks run in turns
