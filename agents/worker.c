@@ -332,9 +332,10 @@ static inline __attribute__((always_inline)) void run_turn(pts__worker *w, pts_a
      * of a stream) is one call, each of them a step. */
     uint32_t n = 0;
     wd_begin(w, a);
-    if (in_place)
-      n = pts__loop_run_inbox(a->loop, BURST - steps < BURST_LOOK ? BURST - steps : BURST_LOOK,
-                              by_urgency);
+    if (in_place) {
+      uint32_t max = BURST - steps < BURST_LOOK ? BURST - steps : BURST_LOOK;
+      n = pts__loop_run_inbox(a->loop, max, by_urgency);
+    }
     ran = n > 0;
     if (ran) {
       steps += n;
