@@ -296,6 +296,10 @@ struct pts__worker {
   uint64_t bal_next, bal_t0, bal_busy0;
   bool bal_armed;
   uint64_t *bal_peer0;
+  /* Balancer: the origin the last decision window picked, NULL if none. A
+   * move needs the same pick in two windows in a row (migrate.c, BAL_SHARE).
+   * Compared, never dereferenced. */
+  const pts__origin *bal_seen;
   /* Balancer: the planned move (an agent of this worker and its target),
    * made once the target is awake (taker), dropped after plan_until. */
   pts_agent *plan;

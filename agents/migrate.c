@@ -61,13 +61,20 @@
 /* The balancer (docs/agents.md, "Balancer"): numbers and why.
  * BAL_TICK_NS: a busy worker looks at its load at most once per tick (one
  * clock comparison per step otherwise) and decides on a window of at least
- * one tick, so it reacts 1-2 ms after a load change.
+ * one tick; a pick must repeat in the next decision window (BAL_SHARE), so
+ * an origin moves 3-4 ms after a load change.
  * BAL_RESIDENCE_NS: an origin the balancer moved stays put this long, so no
  * agent moves more than 10 times per second whatever the load does.
  * BAL_SHARE: a move must split the source's busy time so that both the
  * origin moved and what stays had at least 1/BAL_SHARE of the window: a
  * light neighbour that is ready now and then is not worth a move, and a
- * move that would only carry the overload across is not made. */
+ * move that would only carry the overload across is not made. The same
+ * origin must be picked in two decision windows in a row: a step during
+ * which the host preempted the worker counts the preemption as that
+ * agent's CPU time, which can lift one of many small loops over
+ * 1/BAL_SHARE of one window. Moved, it would leave the hungry worker busy,
+ * so it would never steal the half it should have (move_test, eight hot
+ * loops: 2 runs in 20 under ASan, beside another test process). */
 #define BAL_TICK_NS UINT64_C(1000000)
 #define BAL_RESIDENCE_NS UINT64_C(100000000)
 #define BAL_SHARE 4
@@ -226,6 +233,7 @@ void pts__balance_tick(pts__worker *w, uint64_t now) {
   /* Not while a group is leaving: a steal's may still be on its way. */
   if (w->nready < 2 || w->mv_pending) {
     w->bal_armed = false;
+    w->bal_seen = NULL;
     return;
   }
   pts_pool *pool = w->pool;
@@ -245,6 +253,8 @@ void pts__balance_tick(pts__worker *w, uint64_t now) {
   }
   uint64_t win = now - w->bal_t0;
   w->bal_armed = false; /* one decision per window */
+  const pts__origin *seen = w->bal_seen;
+  w->bal_seen = NULL;
   pts__worker *t = NULL;
   uint64_t tbusy = UINT64_MAX;
   for (unsigned j = 0; j < pool->n; j++) {
@@ -282,6 +292,10 @@ void pts__balance_tick(pts__worker *w, uint64_t now) {
   }
   pthread_mutex_unlock(&pool->mu);
   if (pick == NULL) return;
+  if (pick->oe != seen) { /* a first window's pick: confirmed by the next */
+    w->bal_seen = pick->oe;
+    return;
+  }
   /* Plan the move and wake the target: it asks for the loop once awake
    * (balance_take), so the loop keeps running here meanwhile and waits for
    * no wake-up once detached. */
