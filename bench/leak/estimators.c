@@ -76,6 +76,11 @@ static int cmp_double(const void *a, const void *b) {
 
 double lk_mi_floor(const int *x, const int *y, size_t n, int kx, int ky,
                    int shuffles, uint64_t seed) {
+  return lk_mi_null_quantile(x, y, n, kx, ky, shuffles, seed, 0.95);
+}
+
+double lk_mi_null_quantile(const int *x, const int *y, size_t n, int kx, int ky,
+                           int shuffles, uint64_t seed, double q) {
   if (n == 0 || shuffles <= 0) return 0;
   int *p = malloc(n * sizeof *p);
   double *v = malloc((size_t)shuffles * sizeof *v);
@@ -93,8 +98,8 @@ double lk_mi_floor(const int *x, const int *y, size_t n, int kx, int ky,
       v[k] = lk_mi(p, y, n, kx, ky, true);
     }
     qsort(v, (size_t)shuffles, sizeof *v, cmp_double);
-    size_t q = (size_t)ceil(0.95 * shuffles) - 1;
-    r = v[q];
+    size_t at = (size_t)ceil(q * shuffles);
+    r = v[at > 0 ? at - 1 : 0];
   }
   free(p);
   free(v);

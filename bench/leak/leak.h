@@ -27,10 +27,25 @@ double lk_entropy(const uint64_t *c, size_t k, bool mm);
 /* I(X;Y) in bits from paired labels x in [0,kx), y in [0,ky): the plug-in
  * estimate, or with Miller-Madow correction of each entropy (may be < 0). */
 double lk_mi(const int *x, const int *y, size_t n, int kx, int ky, bool mm);
-/* The detection limit: the 95th percentile of the corrected MI over
- * `shuffles` random permutations of x (labels shuffled, seeded). */
+/* The 95th percentile of the corrected MI over `shuffles` random
+ * permutations of x (labels shuffled, seeded): what chance alone gives one
+ * figure 5% of the time. */
 double lk_mi_floor(const int *x, const int *y, size_t n, int kx, int ky,
                    int shuffles, uint64_t seed);
+/* The same at quantile q in (0, 1]: the ceil(q * shuffles)-th smallest. */
+double lk_mi_null_quantile(const int *x, const int *y, size_t n, int kx, int ky,
+                           int shuffles, uint64_t seed, double q);
+
+/* The detection limit (lk_analyse): a run of the leak suite judges up to
+ * LK_FAMILY figures of one policy (S1 and S2 by four attackers), so each is
+ * tested at 5% / LK_FAMILY (Bonferroni; C. E. Bonferroni 1936, O. J. Dunn,
+ * JASA 56(293), 1961): a policy with no leak then shows none in a run with
+ * probability at least 95%, where a 5% test per figure showed one in about
+ * a third of the runs. LK_DETECT_SHUFFLES permutations put about 20 of
+ * them above that quantile. */
+#define LK_FAMILY 8
+#define LK_DETECT_Q (1.0 - 0.05 / LK_FAMILY)
+#define LK_DETECT_SHUFFLES 3200
 /* The bootstrap 95% interval of the corrected MI: `resamples` resamplings
  * of the n pairs with replacement (seeded), on the same bin labels; the
  * percentile interval [lo, hi]. Its upper end is conservative near 0 (a
@@ -204,7 +219,10 @@ int lk_cost_real(int policy, uint64_t span_ns, uint64_t idle_span_ns, lk_cost *o
 /* The analysis of one trace: MI (plug-in, corrected), floor, classifier,
  * Fano bound, bits per second; for S3, Youden's J of keystroke detection. */
 typedef struct lk_result {
-  double mi_plugin, mi_mm, floor95, bits, accuracy, fano_acc, h_secret;
+  /* floor95: lk_mi_floor; floor_detect: the detection limit (LK_DETECT_Q
+   * quantile of LK_DETECT_SHUFFLES permutations); bits: mi_mm if above
+   * floor_detect, else 0. */
+  double mi_plugin, mi_mm, floor95, floor_detect, bits, accuracy, fano_acc, h_secret;
   double bits_per_s, youden;
   /* The bootstrap 95% interval of mi_mm (lk_mi_ci95, `shuffles` resamples). */
   double ci_lo, ci_hi;

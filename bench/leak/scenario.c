@@ -570,12 +570,17 @@ int lk_analyse(const lk_trace *tr, lk_secret s, int shuffles, uint64_t seed, lk_
   out->mi_plugin = lk_mi(x, y, n, 2, ky, false);
   out->mi_mm = lk_mi(x, y, n, 2, ky, true);
   out->floor95 = lk_mi_floor(x, y, n, 2, ky, shuffles, seed);
+  /* No shuffles asked for (S3's callers): no limit, as no floor. */
+  out->floor_detect = shuffles > 0 ? lk_mi_null_quantile(x, y, n, 2, ky, LK_DETECT_SHUFFLES,
+                                                         seed + 2, LK_DETECT_Q)
+                                   : 0;
   lk_mi_ci95(x, y, n, 2, ky, shuffles, seed + 1, &out->ci_lo, &out->ci_hi);
   out->used = (uint32_t)n;
-  out->detected = out->mi_mm > out->floor95 && out->mi_mm > 0;
+  out->detected = out->mi_mm > out->floor_detect && out->mi_mm > 0;
   /* The reported figure: corrected MI, 0 when not above the detection
-   * limit (what chance alone gives at this N is not a leak we can claim),
-   * never more than the secret's entropy. */
+   * limit (what chance alone gives at this N, over the figures a run
+   * judges, is not a leak we can claim), never more than the secret's
+   * entropy. */
   out->bits = out->detected ? out->mi_mm : 0;
   if (out->bits > out->h_secret) out->bits = out->h_secret;
   out->accuracy = lk_classify(x, y, n, 2, ky);

@@ -55,7 +55,8 @@ static void rec1(rb_ctx *ctx, const char *pol, const char *fig, const char *unit
 
 /* A bit figure with its bootstrap 95% interval (keys fig, fig_ci95_lo,
  * fig_ci95_hi: the interval of the corrected MI, lk_mi_ci95) and, for real
- * traces, the shuffled floor (fig_floor95), so a 0 reads "below a stated
+ * traces, the shuffled floor (fig_floor95) and the detection limit
+ * (fig_floor_detect, leak.h: LK_FAMILY), so a 0 reads "below a stated
  * bound". */
 static void rec_bits(rb_ctx *ctx, const char *pol, const char *fig, double bits,
                      const lk_result *r, bool floor) {
@@ -68,6 +69,8 @@ static void rec_bits(rb_ctx *ctx, const char *pol, const char *fig, double bits,
   if (floor) {
     snprintf(f, sizeof f, "%s_floor95", fig);
     rec1(ctx, pol, f, "bits", r->floor95);
+    snprintf(f, sizeof f, "%s_floor_detect", fig);
+    rec1(ctx, pol, f, "bits", r->floor_detect);
   }
 }
 
@@ -181,11 +184,11 @@ static bool real_fig(rb_ctx *ctx, const lk_config *c, int shuffles, const char *
   rec_bits(ctx, pk, fig, r->bits, r, true);
   if (rb_key_make(key, sizeof key, "leak", pk, fig) == 0)
     rb_note(ctx, key, "%s, %s, victim on thread %d, %u windows: MI %.4f (95%% CI %.4f-%.4f), "
-            "floor95 %.4f, acc %.3f; victim started %llu of %llu tasks; %u windows left out "
-            "(harness late); load %.2f", lk_secret_name(c->secret), lk_attacker_name(c->attacker),
-            c->victim_thread, c->windows, r->mi_mm, r->ci_lo, r->ci_hi, r->floor95, r->accuracy,
-            (unsigned long long)tr.victim_done, (unsigned long long)tr.victim_posted, tr.nexcluded,
-            lk_load1());
+            "floor95 %.4f, detection limit %.4f, acc %.3f; victim started %llu of %llu tasks; "
+            "%u windows left out (harness late); load %.2f", lk_secret_name(c->secret),
+            lk_attacker_name(c->attacker), c->victim_thread, c->windows, r->mi_mm, r->ci_lo,
+            r->ci_hi, r->floor95, r->floor_detect, r->accuracy, (unsigned long long)tr.victim_done,
+            (unsigned long long)tr.victim_posted, tr.nexcluded, lk_load1());
   lk_trace_free(&tr);
   return true;
 }
@@ -351,10 +354,11 @@ static bool real_chain_secret(study *st, int p, int s, uint32_t win) {
   if (rb_key_make(key, sizeof key, "leak", pk, fig) == 0) {
     rb_note(ctx, key,
             "real clock, chain attacker, %u windows: MI %.4f (plug-in %.4f; 95%% CI %.4f-%.4f), "
-            "floor95 %.4f, acc %.3f (Fano max %.3f), %.1f bit/s; victim started %llu of %llu tasks "
-            "in the windows; %u windows left out (harness late); load %.2f",
-            win, r.mi_mm, r.mi_plugin, r.ci_lo, r.ci_hi, r.floor95, r.accuracy, r.fano_acc,
-            r.bits_per_s, (unsigned long long)tr.victim_done,
+            "floor95 %.4f, detection limit %.4f, acc %.3f (Fano max %.3f), %.1f bit/s; victim "
+            "started %llu of %llu tasks in the windows; %u windows left out (harness late); "
+            "load %.2f",
+            win, r.mi_mm, r.mi_plugin, r.ci_lo, r.ci_hi, r.floor95, r.floor_detect, r.accuracy,
+            r.fano_acc, r.bits_per_s, (unsigned long long)tr.victim_done,
             (unsigned long long)tr.victim_posted, tr.nexcluded, lk_load1());
     /* The best shared-thread policy's target: quantized's since it exists.
      * time_partitioned's figure is information: with no guard, a step that
@@ -414,9 +418,10 @@ static void real_other_attackers(study *st) {
       snprintf(fig, sizeof fig, "%s_real_%s_bits", lk_secret_name(s), lk_attacker_name(a));
       rec_bits(ctx, pk, fig, r.bits, &r, true);
       if (rb_key_make(key, sizeof key, "leak", pk, fig) == 0) {
-        rb_note(ctx, key, "%u windows: MI %.4f (95%% CI %.4f-%.4f), floor95 %.4f; victim started "
-                "%llu of %llu tasks; %u windows left out (harness late); load %.2f", win, r.mi_mm,
-                r.ci_lo, r.ci_hi, r.floor95, (unsigned long long)tr.victim_done,
+        rb_note(ctx, key, "%u windows: MI %.4f (95%% CI %.4f-%.4f), floor95 %.4f, detection limit "
+                "%.4f; victim started %llu of %llu tasks; %u windows left out (harness late); "
+                "load %.2f", win, r.mi_mm, r.ci_lo, r.ci_hi, r.floor95, r.floor_detect,
+                (unsigned long long)tr.victim_done,
                 (unsigned long long)tr.victim_posted, tr.nexcluded, lk_load1());
         rb_target(ctx, key, 0.001, "<= 0.001 bit/window (best shared-thread policy)");
         rb_target_from(ctx, key, "issue 8");

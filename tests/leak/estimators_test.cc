@@ -67,6 +67,63 @@ TEST(Estimators, MutualInformationIndependentIsNearZeroAndBelowFloor) {
   EXPECT_EQ(lk_mi(x.data(), z.data(), x.size(), 2, 1, true), 0.0);
 }
 
+// The detection limit (leak.h, LK_FAMILY): a run judges eight figures of a
+// policy, so each is tested at 5% / 8. Traces with no leak (the secret and a
+// 16-valued observation drawn independently, 700 windows as a default run's
+// real trace): few are reported as leaks, where a 5% test per figure reports
+// about 6 of 120; one whose corrected MI lies between the 95% floor and the
+// limit is reported as 0. A trace with a small leak (one window in ten shows
+// the secret) is still reported.
+TEST(Estimators, DetectionLimitTestsEachOfARunsFiguresAtFivePercentOverEight) {
+  const uint32_t n = 700;
+  int reported = 0, above95 = 0, between = 0;
+  for (uint64_t seed = 1; seed <= 120; seed++) {
+    auto x = bits(n, seed);
+    auto y = bits(4 * n, seed + 1000);
+    std::vector<uint8_t> secret(n);
+    std::vector<double> obs(n);
+    for (uint32_t i = 0; i < n; i++) {
+      secret[i] = static_cast<uint8_t>(x[i]);
+      obs[i] = y[4 * i] * 8 + y[4 * i + 1] * 4 + y[4 * i + 2] * 2 + y[4 * i + 3];
+    }
+    lk_trace tr{};
+    tr.windows = n;
+    tr.secret = secret.data();
+    tr.obs = obs.data();
+    lk_result r{};
+    ASSERT_EQ(lk_analyse(&tr, LK_S1, 200, seed, &r), 0);
+    EXPECT_GE(r.floor_detect, r.floor95);
+    reported += r.bits > 0;
+    above95 += r.mi_mm > r.floor95;
+    if (r.mi_mm > r.floor95 && r.mi_mm <= r.floor_detect) {
+      between++;
+      EXPECT_FALSE(r.detected);
+      EXPECT_EQ(r.bits, 0.0);
+    }
+  }
+  EXPECT_LE(reported, 3);
+  EXPECT_GE(above95, 2); // the old rule's false alarms, which the limit drops
+  EXPECT_GE(between, 2);
+
+  auto x = bits(n, 77);
+  auto y = bits(4 * n, 78);
+  std::vector<uint8_t> secret(n);
+  std::vector<double> obs(n);
+  for (uint32_t i = 0; i < n; i++) {
+    secret[i] = static_cast<uint8_t>(x[i]);
+    obs[i] = i % 10 == 0 ? 16 + x[i]
+                         : y[4 * i] * 8 + y[4 * i + 1] * 4 + y[4 * i + 2] * 2 + y[4 * i + 3];
+  }
+  lk_trace tr{};
+  tr.windows = n;
+  tr.secret = secret.data();
+  tr.obs = obs.data();
+  lk_result r{};
+  ASSERT_EQ(lk_analyse(&tr, LK_S1, 200, 5, &r), 0);
+  EXPECT_TRUE(r.detected);
+  EXPECT_GT(r.bits, 0.05);
+}
+
 TEST(Estimators, BinningKeepsFewValuesExactAndEqualValuesTogether) {
   std::vector<double> v = {3, 1, 3, 2, 1};
   std::vector<int> b(v.size());
