@@ -297,8 +297,8 @@ struct pts__worker {
   bool bal_armed;
   uint64_t *bal_peer0;
   /* Balancer: the origin the last decision window picked, NULL if none. A
-   * move needs the same pick in two windows in a row (migrate.c, BAL_SHARE).
-   * Compared, never dereferenced. */
+   * move needs it to qualify again in the next window (migrate.c,
+   * BAL_SHARE). Compared, never dereferenced. */
   const pts__origin *bal_seen;
   /* Balancer: the planned move (an agent of this worker and its target),
    * made once the target is awake (taker), dropped after plan_until. */

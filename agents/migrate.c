@@ -61,20 +61,21 @@
 /* The balancer (docs/agents.md, "Balancer"): numbers and why.
  * BAL_TICK_NS: a busy worker looks at its load at most once per tick (one
  * clock comparison per step otherwise) and decides on a window of at least
- * one tick; a pick must repeat in the next decision window (BAL_SHARE), so
- * an origin moves 3-4 ms after a load change.
+ * one tick; a pick must qualify again in the next decision window
+ * (BAL_SHARE), so an origin moves 3-4 ms after a load change.
  * BAL_RESIDENCE_NS: an origin the balancer moved stays put this long, so no
  * agent moves more than 10 times per second whatever the load does.
  * BAL_SHARE: a move must split the source's busy time so that both the
  * origin moved and what stays had at least 1/BAL_SHARE of the window: a
  * light neighbour that is ready now and then is not worth a move, and a
- * move that would only carry the overload across is not made. The same
- * origin must be picked in two decision windows in a row: a step during
- * which the host preempted the worker counts the preemption as that
- * agent's CPU time, which can lift one of many small loops over
- * 1/BAL_SHARE of one window. Moved, it would leave the hungry worker busy,
- * so it would never steal the half it should have (move_test, eight hot
- * loops: 2 runs in 20 under ASan, beside another test process). */
+ * move that would only carry the overload across is not made. An origin
+ * picked in one decision window moves only if it qualifies again in the
+ * next: a step during which the host preempted the worker counts the
+ * preemption as that agent's CPU time, which can lift one of many small
+ * loops over 1/BAL_SHARE of one window. Moved, it would leave the hungry
+ * worker busy, so it would never steal the half it should have (move_test,
+ * eight hot loops: 3 runs in 60 under ASan beside another test process, 0
+ * in 220 with the second window). */
 #define BAL_TICK_NS UINT64_C(1000000)
 #define BAL_RESIDENCE_NS UINT64_C(100000000)
 #define BAL_SHARE 4
@@ -268,7 +269,7 @@ void pts__balance_tick(pts__worker *w, uint64_t now) {
   }
   if (t == NULL) return;
   uint64_t sbusy = busy - w->bal_busy0;
-  pts_agent *pick = NULL;
+  pts_agent *pick = NULL, *again = NULL;
   uint64_t best = UINT64_MAX;
   pthread_mutex_lock(&pool->mu); /* origin records */
   for (uint32_t i = 0; i < w->nagents; i++) w->arr->agents[i]->oe->bal_cpu = 0;
@@ -284,6 +285,7 @@ void pts__balance_tick(pts__worker *w, uint64_t now) {
       continue;
     uint64_t c = oe->bal_cpu, rest = sbusy > c ? sbusy - c : 0;
     if (c * BAL_SHARE < win || rest * BAL_SHARE < win) continue;
+    if (oe == seen) again = a; /* the last window's pick qualifies again */
     uint64_t d = c > rest ? c - rest : rest - c;
     if (d < best) {
       best = d;
@@ -291,11 +293,14 @@ void pts__balance_tick(pts__worker *w, uint64_t now) {
     }
   }
   pthread_mutex_unlock(&pool->mu);
-  if (pick == NULL) return;
-  if (pick->oe != seen) { /* a first window's pick: confirmed by the next */
-    w->bal_seen = pick->oe;
+  /* A first window's pick waits for the next to qualify it again. That one
+   * moves even if another origin splits better now: two origins of equal
+   * load would otherwise take turns as the pick and neither would move. */
+  if (again == NULL) {
+    w->bal_seen = pick != NULL ? pick->oe : NULL;
     return;
   }
+  pick = again;
   /* Plan the move and wake the target: it asks for the loop once awake
    * (balance_take), so the loop keeps running here meanwhile and waits for
    * no wake-up once detached. */

@@ -533,12 +533,12 @@ TEST_F(MoveTest, IdleThreadTakesOneHotLoopOnce) {
 // balancer alone moves none here: each loop is 1/8 of thread 0's window,
 // under the 1/4 share a move needs. Then both threads are busy and nothing
 // moves back (and no loop moves twice: the residence). The tick used to
-// move one loop now and then (2 runs in 20 under AddressSanitizer beside
+// move one loop now and then (3 runs in 60 under AddressSanitizer beside
 // another test process): a step during which the host preempted thread 0
 // counted the preemption as that loop's CPU time, lifting it over 1/4 of one
 // window; thread 1, busy with that one loop, was then never hungry again and
-// stole nothing. A tick's pick now needs two windows in a row (migrate.c,
-// BAL_SHARE), by which time the steal has been made.
+// stole nothing. A tick's pick now moves only if it qualifies again in the
+// next window (migrate.c, BAL_SHARE), by which time the steal has been made.
 TEST_F(MoveTest, IdleThreadStealsHalfOfABusyThreadsLoops) {
   std::vector<pts_agent_options> opts;
   const char *names[] = {"h0", "h1", "h2", "h3", "h4", "h5", "h6", "h7"};
