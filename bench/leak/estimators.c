@@ -76,15 +76,18 @@ static int cmp_double(const void *a, const void *b) {
 
 double lk_mi_floor(const int *x, const int *y, size_t n, int kx, int ky,
                    int shuffles, uint64_t seed) {
-  return lk_mi_null_quantile(x, y, n, kx, ky, shuffles, seed, 0.95);
+  const double q = 0.95;
+  double r;
+  lk_mi_null_quantiles(x, y, n, kx, ky, shuffles, seed, &q, &r, 1);
+  return r;
 }
 
-double lk_mi_null_quantile(const int *x, const int *y, size_t n, int kx, int ky,
-                           int shuffles, uint64_t seed, double q) {
-  if (n == 0 || shuffles <= 0) return 0;
+void lk_mi_null_quantiles(const int *x, const int *y, size_t n, int kx, int ky, int shuffles,
+                          uint64_t seed, const double *q, double *out, int nq) {
+  for (int i = 0; i < nq; i++) out[i] = 0;
+  if (n == 0 || shuffles <= 0) return;
   int *p = malloc(n * sizeof *p);
   double *v = malloc((size_t)shuffles * sizeof *v);
-  double r = 0;
   if (p && v) {
     memcpy(p, x, n * sizeof *p);
     uint64_t s = seed;
@@ -98,12 +101,13 @@ double lk_mi_null_quantile(const int *x, const int *y, size_t n, int kx, int ky,
       v[k] = lk_mi(p, y, n, kx, ky, true);
     }
     qsort(v, (size_t)shuffles, sizeof *v, cmp_double);
-    size_t at = (size_t)ceil(q * shuffles);
-    r = v[at > 0 ? at - 1 : 0];
+    for (int i = 0; i < nq; i++) {
+      size_t at = (size_t)ceil(q[i] * shuffles);
+      out[i] = v[at > 0 ? at - 1 : 0];
+    }
   }
   free(p);
   free(v);
-  return r;
 }
 
 /* The bootstrap interval (B. Efron, "Bootstrap methods: another look at

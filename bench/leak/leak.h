@@ -32,9 +32,10 @@ double lk_mi(const int *x, const int *y, size_t n, int kx, int ky, bool mm);
  * figure 5% of the time. */
 double lk_mi_floor(const int *x, const int *y, size_t n, int kx, int ky,
                    int shuffles, uint64_t seed);
-/* The same at quantile q in (0, 1]: the ceil(q * shuffles)-th smallest. */
-double lk_mi_null_quantile(const int *x, const int *y, size_t n, int kx, int ky,
-                           int shuffles, uint64_t seed, double q);
+/* The same at nq quantiles q[i] in (0, 1] of one set of shuffles: out[i]
+ * is the ceil(q[i] * shuffles)-th smallest (0 for no data or shuffles). */
+void lk_mi_null_quantiles(const int *x, const int *y, size_t n, int kx, int ky, int shuffles,
+                          uint64_t seed, const double *q, double *out, int nq);
 
 /* The detection limit (lk_analyse): a run of the leak suite judges up to
  * LK_FAMILY figures of one policy (S1 and S2 by four attackers), so each is
@@ -219,9 +220,9 @@ int lk_cost_real(int policy, uint64_t span_ns, uint64_t idle_span_ns, lk_cost *o
 /* The analysis of one trace: MI (plug-in, corrected), floor, classifier,
  * Fano bound, bits per second; for S3, Youden's J of keystroke detection. */
 typedef struct lk_result {
-  /* floor95: lk_mi_floor; floor_detect: the detection limit (LK_DETECT_Q
-   * quantile of LK_DETECT_SHUFFLES permutations); bits: mi_mm if above
-   * floor_detect, else 0. */
+  /* floor95 and floor_detect: the 95% and LK_DETECT_Q quantiles of the
+   * corrected MI over the same LK_DETECT_SHUFFLES permutations; bits: mi_mm
+   * if above floor_detect, else 0. */
   double mi_plugin, mi_mm, floor95, floor_detect, bits, accuracy, fano_acc, h_secret;
   double bits_per_s, youden;
   /* The bootstrap 95% interval of mi_mm (lk_mi_ci95, `shuffles` resamples). */

@@ -569,11 +569,12 @@ int lk_analyse(const lk_trace *tr, lk_secret s, int shuffles, uint64_t seed, lk_
   out->h_secret = lk_entropy(c, 2, false);
   out->mi_plugin = lk_mi(x, y, n, 2, ky, false);
   out->mi_mm = lk_mi(x, y, n, 2, ky, true);
-  out->floor95 = lk_mi_floor(x, y, n, 2, ky, shuffles, seed);
-  /* No shuffles asked for (S3's callers): no limit, as no floor. */
-  out->floor_detect = shuffles > 0 ? lk_mi_null_quantile(x, y, n, 2, ky, LK_DETECT_SHUFFLES,
-                                                         seed + 2, LK_DETECT_Q)
-                                   : 0;
+  /* No shuffles asked for (S3's callers): no floor and no limit. */
+  const double q[2] = {0.95, LK_DETECT_Q};
+  double fl[2];
+  lk_mi_null_quantiles(x, y, n, 2, ky, shuffles > 0 ? LK_DETECT_SHUFFLES : 0, seed, q, fl, 2);
+  out->floor95 = fl[0];
+  out->floor_detect = fl[1];
   lk_mi_ci95(x, y, n, 2, ky, shuffles, seed + 1, &out->ci_lo, &out->ci_hi);
   out->used = (uint32_t)n;
   out->detected = out->mi_mm > out->floor_detect && out->mi_mm > 0;
