@@ -74,14 +74,6 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-double lk_mi_floor(const int *x, const int *y, size_t n, int kx, int ky,
-                   int shuffles, uint64_t seed) {
-  const double q = 0.95;
-  double r;
-  lk_mi_null_quantiles(x, y, n, kx, ky, shuffles, seed, &q, &r, 1);
-  return r;
-}
-
 void lk_mi_null_quantiles(const int *x, const int *y, size_t n, int kx, int ky, int shuffles,
                           uint64_t seed, const double *q, double *out, int nq) {
   for (int i = 0; i < nq; i++) out[i] = 0;

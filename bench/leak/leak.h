@@ -27,13 +27,11 @@ double lk_entropy(const uint64_t *c, size_t k, bool mm);
 /* I(X;Y) in bits from paired labels x in [0,kx), y in [0,ky): the plug-in
  * estimate, or with Miller-Madow correction of each entropy (may be < 0). */
 double lk_mi(const int *x, const int *y, size_t n, int kx, int ky, bool mm);
-/* The 95th percentile of the corrected MI over `shuffles` random
- * permutations of x (labels shuffled, seeded): what chance alone gives one
- * figure 5% of the time. */
-double lk_mi_floor(const int *x, const int *y, size_t n, int kx, int ky,
-                   int shuffles, uint64_t seed);
-/* The same at nq quantiles q[i] in (0, 1] of one set of shuffles: out[i]
- * is the ceil(q[i] * shuffles)-th smallest (0 for no data or shuffles). */
+/* The corrected MI's null distribution: `shuffles` random permutations of
+ * x (labels shuffled, seeded), read at nq quantiles q[i] in (0, 1]: out[i]
+ * is the ceil(q[i] * shuffles)-th smallest (0 for no data or shuffles).
+ * At 0.95 it is the floor, what chance alone gives one figure 5% of the
+ * time. */
 void lk_mi_null_quantiles(const int *x, const int *y, size_t n, int kx, int ky, int shuffles,
                           uint64_t seed, const double *q, double *out, int nq);
 
