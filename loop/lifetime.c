@@ -7,9 +7,22 @@
 
 #include "loop/loop_impl.h"
 #include "sync/alloc.h"
+#include "sync/intrusive.h"
 #include "sync/nodecache.h"
 
 /* ---- loop lifetime ---- */
+
+/* Shutdown step 2: every command still in the inbox is released. */
+void pts__loop_cancel_inbox(pts_loop *loop) {
+  /* A producer between its two push steps is a caller's bug at free time
+   * (the loop must outlive the call); wait it out rather than lose it. */
+  while (!pts__mpsc_is_empty(&loop->inbox)) {
+    pts__mpsc_node *n = pts__mpsc_pop(&loop->inbox);
+    if (n == NULL) continue;
+    pts__command *c = container_of(n, pts__command, node);
+    c->type->apply(c, PTS_ECANCELED);
+  }
+}
 
 int pts_loop_new(const pts_loop_options *opts, pts_loop **out) {
   if (out == NULL) return PTS_EINVAL;
@@ -27,6 +40,7 @@ int pts_loop_new(const pts_loop_options *opts, pts_loop **out) {
   atomic_init(&l->owner, l->bound);
   l->virtual_clock = opts ? opts->virtual_clock : false;
   l->starvation_limit = opts ? opts->starvation_limit : 0;
+  l->stream_wait = PTS__STREAM_WAIT_MIN;
   l->next_order = 1; /* spec: next enqueue order is initialized to 1 */
   l->quota.byte_limit = UINT64_MAX;
   l->script_depth = 1; /* outside a run, the caller is script */

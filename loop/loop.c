@@ -255,17 +255,6 @@ static int drain_inbox(pts_loop *loop, uint32_t already) {
   return i;
 }
 
-void pts__loop_cancel_inbox(pts_loop *loop) {
-  /* A producer between its two push steps is a caller's bug at free time
-   * (the loop must outlive the call); wait it out rather than lose it. */
-  while (!pts__mpsc_is_empty(&loop->inbox)) {
-    pts__mpsc_node *n = pts__mpsc_pop(&loop->inbox);
-    if (n == NULL) continue;
-    pts__command *c = container_of(n, pts__command, node);
-    c->type->apply(c, PTS_ECANCELED);
-  }
-}
-
 /* ---- the default policy: choosing the next task ---- */
 
 /* Classes, most urgent first (docs/loop.md). */
@@ -419,27 +408,35 @@ static inline bool inbox_pass_may_go_on(pts_loop *loop, const pts__inbox_pass *p
          pts__list_empty(&loop->ready) && loop->heap.len == 0 && loop->mt_head == NULL;
 }
 
-/* A stream's pass that finds no linked successor behind the inbox's last
- * node waits this many pauses (about 26 ns each on the project's VM: some
- * 800 ns, the time of 40-50 posts) before it looks again, and only then
- * takes that last node with pop. A consumer that keeps up with its producer
- * otherwise looks at the last node's line at every post and pops it with an
- * exchange on the producers' line, and the two threads trade those lines
- * at every task: the producer's post then waits for them and the stream
- * runs at the speed of the line transfers. After the wait the producer has
- * posted a batch the pass takes without contention. The wait is paid once
- * when a stream ends (measured in docs/agents.md, "Hot paths"). */
-#define STREAM_WAIT_PAUSES 32
-
-pts__command *pts__loop_inbox_next(pts_loop *loop, const pts__inbox_pass *p) {
+/* A pass that finds no linked successor behind the inbox's last node waits
+ * before it looks again, and only then takes that node with pop: a
+ * consumer that keeps up with its producer otherwise trades the last
+ * node's line and the producers' head with it at every post, and the
+ * stream runs at the speed of those transfers. The wait (pauses of about
+ * 26 ns here) starts at PTS__STREAM_WAIT_MIN, doubles while successors
+ * come during it and resets when none does, so a stream that goes on is
+ * taken in large batches: with a fixed minimum, a slow producer's stream
+ * read 45-117 ns a task in some hours, 8-16 with this (docs/loop.md,
+ * "Streams"). Bounds: the last task of a stream waits one wait at most
+ * (PTS__STREAM_WAIT_MAX, about 13 us here); an empty inbox is not waited
+ * on. A pool runs such passes only for an agent alone on its thread. */
+static inline __attribute__((always_inline)) pts__command *inbox_next(pts_loop *loop,
+                                                                   const pts__inbox_pass *p) {
   if (!inbox_pass_may_go_on(loop, p)) return NULL;
   pts__mpsc_node *node = pts__mpsc_pop_linked(&loop->inbox);
   if (node == NULL) {
-    for (int i = 0; i < STREAM_WAIT_PAUSES; i++) pts__cpu_pause();
+    if (!pts__mpsc_maybe_nonempty(&loop->inbox)) return NULL; /* empty: no stream */
+    for (uint32_t i = 0; i < loop->stream_wait; i++) pts__cpu_pause();
     node = pts__mpsc_pop_linked(&loop->inbox);
+    loop->stream_wait = pts__stream_wait_next(loop->stream_wait, node != NULL);
     if (node == NULL) node = pts__mpsc_pop(&loop->inbox);
   }
   return node == NULL ? NULL : container_of(node, pts__command, node);
+}
+
+/* For the agents' runner, where link-time optimisation inlines it. */
+pts__command *pts__loop_inbox_next(pts_loop *loop, const pts__inbox_pass *p) {
+  return inbox_next(loop, p);
 }
 
 /* The cross-thread hot path (docs/loop.md): takes commands from the
@@ -455,10 +452,9 @@ pts__command *pts__loop_inbox_next(pts_loop *loop, const pts__inbox_pass *p) {
 static uint32_t inbox_run(pts_loop *loop, uint32_t max, uint32_t *counts, bool *applied) {
   pts__inbox_pass p = {0, max, counts, LAST_PICK_CLASS + CLS_FIFO, 0};
   *applied = false;
-  for (;;) {
-    pts__mpsc_node *node = pts__mpsc_pop(&loop->inbox);
-    if (node == NULL) break;
-    pts__command *c = container_of(node, pts__command, node);
+  pts__mpsc_node *first = pts__mpsc_pop(&loop->inbox);
+  for (pts__command *c = first ? container_of(first, pts__command, node) : NULL; c != NULL;
+       c = inbox_next(loop, &p)) {
     pts__task *t = c->type->kind == PTS__CMD_MESSAGE ? &container_of(c, xreq, cmd)->t : NULL;
     if (t != NULL && t->global->active && !t->global->detached) {
       loop->next_order++; /* spec: the task was queued */
@@ -478,7 +474,7 @@ static uint32_t inbox_run(pts_loop *loop, uint32_t max, uint32_t *counts, bool *
         break;
       }
     }
-    if (!inbox_pass_may_go_on(loop, &p) || !provider_idle(loop)) break;
+    if (!provider_idle(loop)) break;
   }
   pts__inbox_pass_count(&p);
   if (p.ran > 0) {
@@ -525,14 +521,14 @@ static int step(pts_loop *loop, bool may_start_idle, bool burst) {
       bool applied;
       if (inbox_run(loop, burst ? UINT32_MAX : 1, NULL, &applied) > 0)
         return DID_WORK | DID_TASK;
-      /* Nothing applied: a producer between its two push steps. With a
-       * command runner, its command is left to the next step's in-place
-       * path: a drain now would queue it and whatever was linked meanwhile,
-       * and the runner's commands would then be queued for as long as the
-       * stream keeps the inbox busy. Without one, the drain takes it. */
+      /* Nothing applied: a producer between its two push steps. Its
+       * command is left to the next step's in-place path: a drain now would
+       * queue it and whatever was linked meanwhile, and the stream would
+       * then be queued, a batch a step, for as long as it keeps the inbox
+       * busy (the loop's queued path costs a task 3x the in-place one). */
       if (applied)
         did |= DID_WORK;
-      else if (loop->run_command != NULL)
+      else
         drain = false;
     }
     if (drain && drain_inbox(loop, did ? 1 : 0) > 0) did |= DID_WORK;

@@ -98,6 +98,19 @@ typedef void (*pts__wake_fn)(void *ctx);
 #define POOL_CLASSES 8 /* 16, 32, ..., 128 bytes */
 #define POOL_MAX 128
 
+/* The wait of an inbox pass at a stream's tail, in pauses (loop.c,
+ * inbox_next): from the minimum, doubled while the stream goes on, at most
+ * the maximum (about 13 us on the project's VM). */
+#define PTS__STREAM_WAIT_MIN 32
+#define PTS__STREAM_WAIT_MAX 512
+
+/* The wait after one of `wait` pauses: doubled, up to the maximum, when a
+ * successor came during it (the stream goes on); the minimum when none did. */
+static inline uint32_t pts__stream_wait_next(uint32_t wait, bool came) {
+  if (!came) return PTS__STREAM_WAIT_MIN;
+  return wait < PTS__STREAM_WAIT_MAX / 2 ? wait * 2 : PTS__STREAM_WAIT_MAX;
+}
+
 struct pts_loop {
   /* Cross-thread part first, each written by other threads on its own line. */
   pts__mpsc inbox;
@@ -116,6 +129,7 @@ struct pts_loop {
    * every task. */
   _Alignas(64) bool closing;
   bool inbox_more; /* the last inbox drain stopped at its batch limit */
+  uint32_t stream_wait; /* a pass's next wait at a stream's tail (inbox_next) */
   bool virtual_clock;
   uint32_t starvation_limit;
   uint32_t streak; /* starvation guard: consecutive picks that passed a lower class */

@@ -19,3 +19,17 @@ void pts_test_loop_end_push(pts__mpsc_node *prev, pts__command *cmd);
 void pts_test_loop_end_push(pts__mpsc_node *prev, pts__command *cmd) {
   atomic_store_explicit(&prev->next, &cmd->node, memory_order_release);
 }
+
+/* The inbox pass's wait at a stream's tail (loop.c, inbox_next). */
+uint32_t pts_test_loop_stream_wait(pts_loop *loop);
+uint32_t pts_test_loop_stream_wait(pts_loop *loop) { return loop->stream_wait; }
+void pts_test_loop_set_stream_wait(pts_loop *loop, uint32_t wait);
+void pts_test_loop_set_stream_wait(pts_loop *loop, uint32_t wait) { loop->stream_wait = wait; }
+uint32_t pts_test_stream_wait_next(uint32_t wait, bool came);
+uint32_t pts_test_stream_wait_next(uint32_t wait, bool came) {
+  return pts__stream_wait_next(wait, came);
+}
+uint32_t pts_test_stream_wait_min(void);
+uint32_t pts_test_stream_wait_min(void) { return PTS__STREAM_WAIT_MIN; }
+uint32_t pts_test_stream_wait_max(void);
+uint32_t pts_test_stream_wait_max(void) { return PTS__STREAM_WAIT_MAX; }

@@ -1,0 +1,74 @@
+// The inbox pass's wait at a stream's tail (loop.c, inbox_next): a pass
+// that reaches the inbox's last node with no successor linked waits before
+// it takes it. The wait grows while the stream goes on, up to a cap, and
+// resets when it ends; an empty inbox is not waited on. The stream's
+// exactly-once and order under real producers are loop_test's
+// ManyProducers tests.
+#include <cstdint>
+
+#include "util.h"
+
+extern "C" uint32_t pts_test_loop_stream_wait(pts_loop *loop);
+extern "C" void pts_test_loop_set_stream_wait(pts_loop *loop, uint32_t wait);
+extern "C" uint32_t pts_test_stream_wait_next(uint32_t wait, bool came);
+extern "C" uint32_t pts_test_stream_wait_min(void);
+extern "C" uint32_t pts_test_stream_wait_max(void);
+
+namespace {
+
+void never_applied(pts__command *, int) { ADD_FAILURE() << "the pass returns it, not applies it"; }
+const pts__command_type cmd_type = {PTS__CMD_APPLY, never_applied};
+
+TEST(StreamWait, DoublesWhileTheStreamGoesOnUpToTheCapAndResetsWhenItEnds) {
+  const uint32_t lo = pts_test_stream_wait_min(), hi = pts_test_stream_wait_max();
+  ASSERT_LT(lo, hi);
+  uint32_t w = lo, waits = 0;
+  while (w < hi) {  // a successor came during every wait
+    uint32_t next = pts_test_stream_wait_next(w, true);
+    EXPECT_EQ(next, w * 2 < hi ? w * 2 : hi);
+    w = next;
+    waits++;
+  }
+  EXPECT_LE(waits, 8u);                             // the cap in a few catch-ups
+  EXPECT_EQ(pts_test_stream_wait_next(hi, true), hi);  // and no further
+  EXPECT_EQ(pts_test_stream_wait_next(hi, false), lo);  // a wait with none: the end
+  EXPECT_EQ(pts_test_stream_wait_next(lo, false), lo);
+}
+
+// Single-threaded, so no successor can come during a wait: the pass takes a
+// node whose successor is linked at once, waits only at the last node, and
+// that wait ends the stream.
+TEST(StreamWait, OnlyTheLastNodeIsWaitedOnAndItsWaitEndsTheStream) {
+  pts_loop *l = new_loop();
+  const uint32_t lo = pts_test_stream_wait_min();
+  pts__inbox_pass pass{};
+  pass.max = 100;
+  pts_test_loop_set_stream_wait(l, 8 * lo);
+  EXPECT_EQ(nullptr, pts__loop_inbox_next(l, &pass));  // empty: not waited on
+  EXPECT_EQ(8 * lo, pts_test_loop_stream_wait(l));
+  pts__command c[2];
+  for (pts__command &cmd : c) {
+    cmd.type = &cmd_type;
+    pts__loop_send_from_any_thread(l, &cmd);
+  }
+  EXPECT_EQ(&c[0], pts__loop_inbox_next(l, &pass));  // its successor is linked
+  EXPECT_EQ(8 * lo, pts_test_loop_stream_wait(l));
+  EXPECT_EQ(&c[1], pts__loop_inbox_next(l, &pass));  // the last: after a wait
+  EXPECT_EQ(lo, pts_test_loop_stream_wait(l));  // in which none came
+  EXPECT_EQ(nullptr, pts__loop_inbox_next(l, &pass));
+  EXPECT_EQ(lo, pts_test_loop_stream_wait(l));
+  // A pass at its limit (a step's pass of one task: a pool's loop that is
+  // not alone on its thread) takes nothing and does not wait.
+  pts_test_loop_set_stream_wait(l, 8 * lo);
+  pts__command last;
+  last.type = &cmd_type;
+  pts__loop_send_from_any_thread(l, &last);
+  pass.ran = pass.max;
+  EXPECT_EQ(nullptr, pts__loop_inbox_next(l, &pass));
+  EXPECT_EQ(8 * lo, pts_test_loop_stream_wait(l));
+  pass.ran = 0;
+  EXPECT_EQ(&last, pts__loop_inbox_next(l, &pass));
+  EXPECT_EQ(0, pts_loop_free(l));
+}
+
+}  // namespace
