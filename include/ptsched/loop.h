@@ -211,9 +211,10 @@ PTS_EXTERN int pts_queue_task(pts_global *global, pts_task_source source,
  * global is detached or the loop freed first. Wakes the loop only if it
  * sleeps. The global must stay allocated (its loop not freed) until the call
  * returns. Any thread. A stream of posts into an otherwise idle loop runs
- * in batches: at the stream's tail the loop's thread spins up to about
- * 13 us (512 pauses) for more before it takes the last task, a wait that
- * grows only while the stream goes on (docs/loop.md, "Streams").
+ * in batches: at the stream's tail the loop's thread spins for more, up
+ * to 512 pauses (about 13 us on the project's VM), before it takes the last
+ * task, a wait that grows only while the stream goes on (docs/loop.md,
+ * "Streams").
  * @retval 0 sent.
  * @retval PTS_EINVAL NULL global or fn, unknown source.
  * @retval PTS_ENOMEM out of memory. */

@@ -4,7 +4,9 @@
 // resets when it ends; an empty inbox is not waited on. The stream's
 // exactly-once and order under real producers are loop_test's
 // ManyProducers tests.
+#include <chrono>
 #include <cstdint>
+#include <thread>
 
 #include "util.h"
 
@@ -13,6 +15,8 @@ extern "C" void pts_test_loop_set_stream_wait(pts_loop *loop, uint32_t wait);
 extern "C" uint32_t pts_test_stream_wait_next(uint32_t wait, bool came);
 extern "C" uint32_t pts_test_stream_wait_min(void);
 extern "C" uint32_t pts_test_stream_wait_max(void);
+extern "C" pts__mpsc_node *pts_test_loop_begin_push(pts_loop *loop, pts__command *cmd);
+extern "C" void pts_test_loop_end_push(pts__mpsc_node *prev, pts__command *cmd);
 
 namespace {
 
@@ -69,6 +73,41 @@ TEST(StreamWait, OnlyTheLastNodeIsWaitedOnAndItsWaitEndsTheStream) {
   pass.ran = 0;
   EXPECT_EQ(&last, pts__loop_inbox_next(l, &pass));
   EXPECT_EQ(0, pts_loop_free(l));
+}
+
+// A successor that comes while the pass waits at the last node: the pass
+// takes that node and the wait grows (to the cap, from a wait set above
+// half of it). Another thread links the successor 100 us after the pass
+// starts a wait of a few ms; an attempt in which the link lands outside the
+// wait says nothing, and is made again with a longer wait.
+TEST(StreamWait, ASuccessorDuringTheWaitGrowsIt) {
+  const uint32_t lo = pts_test_stream_wait_min(), hi = pts_test_stream_wait_max();
+  bool grew = false;
+  for (int attempt = 0; attempt < 5 && !grew; attempt++) {
+    pts_loop *l = new_loop();
+    pts__inbox_pass pass{};
+    pass.max = 100;
+    pts__command a, b;
+    a.type = b.type = &cmd_type;
+    pts__loop_send_from_any_thread(l, &a);
+    pts__mpsc_node *prev = pts_test_loop_begin_push(l, &b);  // b pushed, not linked
+    const uint32_t wait = (1u << 16) << attempt;               // >= 1.7 ms of pauses
+    pts_test_loop_set_stream_wait(l, wait);
+    std::thread link([&] {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      pts_test_loop_end_push(prev, &b);
+    });
+    pts__command *got = pts__loop_inbox_next(l, &pass);
+    uint32_t after = pts_test_loop_stream_wait(l);
+    link.join();
+    if (got == &a && after == hi) grew = true;  // came during the wait
+    else if (got == &a) EXPECT_EQ(wait, after);  // linked before the pass looked
+    else EXPECT_EQ(lo, after);                   // after the wait: a mid-push, reset
+    while (pts__loop_inbox_next(l, &pass) != nullptr) {
+    }
+    EXPECT_EQ(0, pts_loop_free(l));
+  }
+  EXPECT_TRUE(grew);
 }
 
 }  // namespace
