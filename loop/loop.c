@@ -413,22 +413,31 @@ static inline bool inbox_pass_may_go_on(pts_loop *loop, const pts__inbox_pass *p
  * consumer that keeps up with its producer otherwise trades the last
  * node's line and the producers' head with it at every post, and the
  * stream runs at the speed of those transfers. The wait (pauses of about
- * 26 ns here) starts at PTS__STREAM_WAIT_MIN, doubles while successors
- * come during it and resets when none does, so a stream that goes on is
- * taken in large batches: with a fixed minimum, a slow producer's stream
- * read 45-117 ns a task in some hours, 8-16 with this (docs/loop.md,
- * "Streams"). Bounds: the last task of a stream waits one wait at most
- * (PTS__STREAM_WAIT_MAX, about 13 us here); an empty inbox is not waited
- * on. A pool runs such passes only for an agent alone on its thread. */
+ * 26 ns here) starts at PTS__STREAM_WAIT_MIN once the pass finds a
+ * successor already linked (a producer ahead of it: a stream), doubles
+ * while successors come during it, and stops when none does, so a stream
+ * that goes on is taken in large batches: with a fixed minimum, a slow
+ * producer's stream read 45-117 ns a task in some hours, 8-16 with this
+ * (docs/loop.md, "Streams"). Until a stream is seen again, a last node is
+ * taken at once: two loops that answer each other on one CPU, each
+ * preempting the other with its post, never link a successor, and each of
+ * their round trips paid a wait of 32 pauses. Bounds: the last task of a
+ * stream waits one wait at most (PTS__STREAM_WAIT_MAX, about 13 us here);
+ * an empty inbox is not waited on. A pool runs such passes only for an
+ * agent alone on its thread. */
 static inline __attribute__((always_inline)) pts__command *inbox_next(pts_loop *loop,
                                                                    const pts__inbox_pass *p) {
   if (!inbox_pass_may_go_on(loop, p)) return NULL;
   pts__mpsc_node *node = pts__mpsc_pop_linked(&loop->inbox);
-  if (node == NULL) {
+  if (node != NULL) {
+    if (loop->stream_wait == 0) loop->stream_wait = PTS__STREAM_WAIT_MIN; /* a stream */
+  } else {
     if (!pts__mpsc_maybe_nonempty(&loop->inbox)) return NULL; /* empty: no stream */
-    for (uint32_t i = 0; i < loop->stream_wait; i++) pts__cpu_pause();
-    node = pts__mpsc_pop_linked(&loop->inbox);
-    loop->stream_wait = pts__stream_wait_next(loop->stream_wait, node != NULL);
+    if (loop->stream_wait != 0) {
+      for (uint32_t i = 0; i < loop->stream_wait; i++) pts__cpu_pause();
+      node = pts__mpsc_pop_linked(&loop->inbox);
+      loop->stream_wait = pts__stream_wait_next(loop->stream_wait, node != NULL);
+    }
     if (node == NULL) node = pts__mpsc_pop(&loop->inbox);
   }
   return node == NULL ? NULL : container_of(node, pts__command, node);

@@ -99,15 +99,18 @@ typedef void (*pts__wake_fn)(void *ctx);
 #define POOL_MAX 128
 
 /* The wait of an inbox pass at a stream's tail, in pauses (loop.c,
- * inbox_next): from the minimum, doubled while the stream goes on, at most
- * the maximum (about 13 us on the project's VM). */
+ * inbox_next): 0 (none) until a stream is seen, then from the minimum,
+ * doubled while the stream goes on, at most the maximum (about 13 us on the
+ * project's VM). */
 #define PTS__STREAM_WAIT_MIN 32
 #define PTS__STREAM_WAIT_MAX 512
 
 /* The wait after one of `wait` pauses: doubled, up to the maximum, when a
- * successor came during it (the stream goes on); the minimum when none did. */
+ * successor came during it (the stream goes on); none when none did (the
+ * stream ended: a last node is then taken at once until the pass finds a
+ * successor linked again). */
 static inline uint32_t pts__stream_wait_next(uint32_t wait, bool came) {
-  if (!came) return PTS__STREAM_WAIT_MIN;
+  if (!came) return 0;
   return wait < PTS__STREAM_WAIT_MAX / 2 ? wait * 2 : PTS__STREAM_WAIT_MAX;
 }
 

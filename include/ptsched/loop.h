@@ -213,7 +213,8 @@ PTS_EXTERN int pts_queue_task(pts_global *global, pts_task_source source,
  * returns. Any thread. A stream of posts into an otherwise idle loop runs
  * in batches: at the stream's tail the loop's thread spins for more, up
  * to 512 pauses (about 13 us on the project's VM), before it takes the last
- * task, a wait that grows only while the stream goes on (docs/loop.md,
+ * task, a wait that starts only once posts are found queued behind one
+ * another and grows only while the stream goes on (docs/loop.md,
  * "Streams").
  * @retval 0 sent.
  * @retval PTS_EINVAL NULL global or fn, unknown source.
