@@ -23,6 +23,17 @@
 #include "bench/runner/harness.h"
 #include "bench/runner/suites.h"
 
+/* A/B builds only (docs/benchmarks.md, "Comparing two builds"): N bytes of
+ * code ahead of the rest, so that four builds of one source at different
+ * offsets average out the luck of code layout. */
+#ifdef RB_LAYOUT_PAD
+#define RB_STR2(x) #x
+#define RB_STR(x) RB_STR2(x)
+__attribute__((used, noinline)) static void rb_layout_pad(void) {
+  __asm__ volatile(".skip " RB_STR(RB_LAYOUT_PAD));
+}
+#endif
+
 typedef void (*suite_fn)(rb_ctx *ctx);
 
 static const struct {
