@@ -74,8 +74,8 @@ static void on_priority_change(pts__algo *a) {
   if (in_heap) pts__sched_heap_insert(c, q);
 }
 
-__attribute__((noinline)) void pts__sched_heap_sift_down(level_heap *h, squeue *q, uint64_t key) {
-  heap_ent e = {key, q};
+__attribute__((noinline)) void pts__sched_heap_sift_down(level_heap *h, squeue *q) {
+  heap_ent e = {pts__sched_qkey(q), q};
   pts__heap_down(h->a, h->n, q->heap_index, &e, pts__sched_heap_kind, NULL);
 }
 

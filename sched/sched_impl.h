@@ -270,7 +270,7 @@ static PTS__SCHED_UNUSED_OK void pts__sched_heap_remove(sctx *c, squeue *q) {
  * into each caller, its registers cost the callers' common paths a push
  * and a pop (an abort of a queued task: 162 instructions inlined, 158 out
  * of line, with tasks.c's abort_delayed). */
-void pts__sched_heap_sift_down(level_heap *h, squeue *q, uint64_t key);
+void pts__sched_heap_sift_down(level_heap *h, squeue *q);
 
 /* The queue's first task changed to a younger one: its key grows. */
 static inline void pts__sched_heap_key_increased(sctx *c, squeue *q) {
@@ -279,7 +279,7 @@ static inline void pts__sched_heap_key_increased(sctx *c, squeue *q) {
     h->a[0].key = pts__sched_qkey(q);
     return;
   }
-  pts__sched_heap_sift_down(h, q, pts__sched_qkey(q));
+  pts__sched_heap_sift_down(h, q);
 }
 
 /* ---- helpers: queues ---- */
