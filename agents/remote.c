@@ -318,7 +318,7 @@ static __attribute__((noinline)) void xtask_refuse(xtask *x, int status) {
  * stream, and out of line (where link-time optimisation left them once the
  * program grew) they cost about 20 instructions a task more
  * (docs/benchmarks.md, "But the probe is not every program"). */
-static inline __attribute__((always_inline)) void xtask_steps(xtask *x) {
+static inline __attribute__((always_inline)) void xtask_steps(xtask *x, bool give) {
   pts_agent *a = x->agent;
   if (x->due_ns != 0) {
     uint64_t now = pts__stat_now_ns();
@@ -327,7 +327,9 @@ static inline __attribute__((always_inline)) void xtask_steps(xtask *x) {
   bool caller_owned = x->caller_owned;
   /* The scheduler runs this as script already (xtask_call would nest). */
   pts_value v = x->cb(x->data, 0);
-  pts__inbox_give(a, 1); /* the task ran: its place in the inbox limit goes back */
+  /* The task ran: its place in the inbox limit goes back (a row's tasks'
+   * places go back together when the row ends, row_end). */
+  if (give) pts__inbox_give(a, 1);
   /* As postTask's result promise: the callback's microtasks run before the
    * outcome is settled (the scheduler called this task as script, so the
    * clean-up is done here), and an abort they cause wins. */
@@ -349,14 +351,14 @@ static void xtask_run(void *d, int status) {
     xtask_refuse(d, status);
     return;
   }
-  xtask_steps(d);
+  xtask_steps(d, true);
 }
 
 /* The task run in place (status 0): its steps alone, so that they inline
  * into the command runner's pass. */
 static void xtask_run_in_place(void *d, int status) {
   (void)status;
-  xtask_steps(d);
+  xtask_steps(d, false);
 }
 
 /* A post's rank (agents_impl.h): a plain post ranks as its priority. */
@@ -433,9 +435,11 @@ static inline bool may_run_in_place(pts_agent *a, int rank) {
  * count as applied (and enqueued) together when the row ends, which is
  * before anything else is applied or run and at the latest when the call
  * returns (a pass's limit: 64 tasks), so only a statistics snapshot taken
- * by one of those tasks sees them late. The count of the row's own rank is
- * read only by lower ranks' checks, and a row ends before a command of
- * another rank is looked at. */
+ * by one of those tasks sees them late. Their places in the inbox limit go
+ * back then too, after all their tasks ran: one store a row, not one a
+ * task (a producer at the limit is refused until the row ends). The count
+ * of the row's own rank is read only by lower ranks' checks, and a row
+ * ends before a command of another rank is looked at. */
 typedef struct inplace_row {
   pts_agent *a;
   int rank;
@@ -447,6 +451,7 @@ static void row_end(inplace_row *row) {
   pts_agent *a = row->a;
   a->applied += row->n;
   a->applied_rank[row->rank] += row->n;
+  pts__inbox_give(a, row->n);
   atomic_store_explicit(&a->st_applied, a->applied, memory_order_relaxed);
   pts__stat_add(&a->st_posts_enqueued, row->n);
   row->n = 0;

@@ -105,7 +105,9 @@ typedef struct pts_agent_limits {
    * pts_remote_controller_abort and _set_priority posted and not finished,
    * whether they wait in the inbox or, applied, as tasks in the loop: a
    * task's place goes back once its callback has run (or was called with
-   * an error status), a controller operation's once applied. So a flood
+   * an error status; tasks run at once, one after another in a burst, give
+   * theirs back together after the last of them, at most 64), a controller
+   * operation's once applied. So a flood
    * from other threads holds at most this much of the agent's memory,
    * whatever the agent's own pace. Replies of other agents' posts,
    * controller creations and releases, moves, drains and destroys are not

@@ -265,6 +265,28 @@ TEST_F(QuotaTest, InboxPlacesAreHeldUntilTheTaskHasRun) {
   EXPECT_EQ(6, ran.load());
 }
 
+// Posts to an idle agent alone on its thread run in place, in rows
+// (remote.c): a row gives its tasks' places back together when it ends, so
+// every round of `limit` posts finds the places of the round before back.
+TEST_F(QuotaTest, TasksRunInPlaceGiveTheirPlacesBack) {
+  const int limit = 4;
+  ASSERT_NO_FATAL_FAILURE(StartPool(pool_opts(1, PTS_POLICY_STRICT),
+                                    {Limited("a", {0, 0, static_cast<uint64_t>(limit)})}));
+  pts_agent *a = agent(0);
+  std::atomic<int> ran{0};
+  std::vector<pts_agent_task_req> reqs(limit);
+  for (int round = 0; round < 200; round++) {
+    for (int i = 0; i < limit; i++)
+      ASSERT_EQ(0, pts_agent_post_task_req(a, PTS_PRIORITY_USER_VISIBLE, &reqs[i], CountTask, &ran))
+          << "round " << round << ", post " << i;
+    ASSERT_EQ(0, pts_agent_drain(a));
+  }
+  EXPECT_EQ(200 * limit, ran.load());
+  pts_agent_stats st = StatsOf(a);
+  EXPECT_EQ(0u, st.inbox_depth);
+  EXPECT_EQ(0u, st.refused);
+}
+
 // Producers on four threads race each other and the agent's thread: every
 // admitted task runs once and every refusal is counted. (That at most
 // `limit` wait at once is the exact test above; inbox_max counts the
