@@ -40,7 +40,8 @@ int pts_loop_new(const pts_loop_options *opts, pts_loop **out) {
   atomic_init(&l->owner, l->bound);
   l->virtual_clock = opts ? opts->virtual_clock : false;
   l->starvation_limit = opts ? opts->starvation_limit : 0;
-  l->stream_wait = 0; /* no stream seen (inbox_next) */
+  l->stream_seen = false; /* no stream seen (inbox_next) */
+  l->stream_wait = PTS__STREAM_WAIT_MIN;
   l->next_order = 1; /* spec: next enqueue order is initialized to 1 */
   l->quota.byte_limit = UINT64_MAX;
   l->script_depth = 1; /* outside a run, the caller is script */

@@ -430,13 +430,15 @@ static inline __attribute__((always_inline)) pts__command *inbox_next(pts_loop *
   if (!inbox_pass_may_go_on(loop, p)) return NULL;
   pts__mpsc_node *node = pts__mpsc_pop_linked(&loop->inbox);
   if (node != NULL) {
-    if (loop->stream_wait == 0) loop->stream_wait = PTS__STREAM_WAIT_MIN; /* a stream */
+    loop->stream_seen = true; /* a stream: a store, not a test, on each task's path */
   } else {
     if (!pts__mpsc_maybe_nonempty(&loop->inbox)) return NULL; /* empty: no stream */
-    if (loop->stream_wait != 0) {
+    if (loop->stream_seen) {
       for (uint32_t i = 0; i < loop->stream_wait; i++) pts__cpu_pause();
       node = pts__mpsc_pop_linked(&loop->inbox);
-      loop->stream_wait = pts__stream_wait_next(loop->stream_wait, node != NULL);
+      uint32_t next = pts__stream_wait_next(loop->stream_wait, node != NULL);
+      loop->stream_seen = next != 0;
+      loop->stream_wait = next != 0 ? next : PTS__STREAM_WAIT_MIN;
     }
     if (node == NULL) node = pts__mpsc_pop(&loop->inbox);
   }

@@ -99,8 +99,8 @@ typedef void (*pts__wake_fn)(void *ctx);
 #define POOL_MAX 128
 
 /* The wait of an inbox pass at a stream's tail, in pauses (loop.c,
- * inbox_next): 0 (none) until a stream is seen, then from the minimum,
- * doubled while the stream goes on, at most the maximum (about 13 us on the
+ * inbox_next): none until a stream is seen, then from the minimum, doubled
+ * while the stream goes on, at most the maximum (about 13 us on the
  * project's VM). */
 #define PTS__STREAM_WAIT_MIN 32
 #define PTS__STREAM_WAIT_MAX 512
@@ -132,7 +132,8 @@ struct pts_loop {
    * every task. */
   _Alignas(64) bool closing;
   bool inbox_more; /* the last inbox drain stopped at its batch limit */
-  uint32_t stream_wait; /* a pass's next wait at a stream's tail (inbox_next) */
+  bool stream_seen;     /* a pass found a successor linked (inbox_next) */
+  uint32_t stream_wait; /* then the next wait at a stream's tail */
   bool virtual_clock;
   uint32_t starvation_limit;
   uint32_t streak; /* starvation guard: consecutive picks that passed a lower class */

@@ -22,9 +22,14 @@ void pts_test_loop_end_push(pts__mpsc_node *prev, pts__command *cmd) {
 
 /* The inbox pass's wait at a stream's tail (loop.c, inbox_next). */
 uint32_t pts_test_loop_stream_wait(pts_loop *loop);
-uint32_t pts_test_loop_stream_wait(pts_loop *loop) { return loop->stream_wait; }
+uint32_t pts_test_loop_stream_wait(pts_loop *loop) {
+  return loop->stream_seen ? loop->stream_wait : 0; /* 0: no wait */
+}
 void pts_test_loop_set_stream_wait(pts_loop *loop, uint32_t wait);
-void pts_test_loop_set_stream_wait(pts_loop *loop, uint32_t wait) { loop->stream_wait = wait; }
+void pts_test_loop_set_stream_wait(pts_loop *loop, uint32_t wait) {
+  loop->stream_seen = wait != 0;
+  loop->stream_wait = wait != 0 ? wait : PTS__STREAM_WAIT_MIN;
+}
 uint32_t pts_test_stream_wait_next(uint32_t wait, bool came);
 uint32_t pts_test_stream_wait_next(uint32_t wait, bool came) {
   return pts__stream_wait_next(wait, came);
