@@ -79,6 +79,10 @@ __attribute__((noinline)) void pts__sched_heap_sift_down(level_heap *h, squeue *
   pts__heap_down(h->a, h->n, q->heap_index, &e, pts__sched_heap_kind, NULL);
 }
 
+__attribute__((noinline)) void pts__sched_heap_remove_inner(level_heap *h, uint32_t i) {
+  pts__heap_remove(h->a, &h->n, i, pts__sched_heap_kind, NULL);
+}
+
 void pts__sched_queue_free(squeue *q) {
   sctx *c = q->sched->ctx;
   c->stats.live_queues--;

@@ -259,18 +259,25 @@ static PTS__SCHED_UNUSED_OK void pts__sched_heap_insert(sctx *c, squeue *q) {
   c->bitmap |= 1u << l;
 }
 
+/* The sifts, out of line (queues.c): inlined into each caller, their
+ * registers cost the callers' common paths pushes and pops (an abort of a
+ * queued task: 162 instructions with the sift inlined, 158 out of line,
+ * with tasks.c's abort_delayed; a chain of posts, each emptying its queue:
+ * 329 with the removal's sifts inlined, 325 out of line). */
+void pts__sched_heap_sift_down(level_heap *h, squeue *q);
+void pts__sched_heap_remove_inner(level_heap *h, uint32_t i);
+
+/* A queue whose entry is the last (the only one of its level, in the
+ * common case) leaves no hole: only another entry's move needs a sift. */
 static PTS__SCHED_UNUSED_OK void pts__sched_heap_remove(sctx *c, squeue *q) {
   level_heap *h = &c->levels[q->level];
-  pts__heap_remove(h->a, &h->n, q->heap_index, pts__sched_heap_kind, NULL);
+  if (q->heap_index == h->n - 1)
+    h->n--;
+  else
+    pts__sched_heap_remove_inner(h, q->heap_index);
   q->heap_index = NOT_IN_HEAP;
   if (h->n == 0) c->bitmap &= ~(1u << q->level);
 }
-
-/* pts__sched_heap_key_increased's sift, out of line (queues.c): inlined
- * into each caller, its registers cost the callers' common paths a push
- * and a pop (an abort of a queued task: 162 instructions inlined, 158 out
- * of line, with tasks.c's abort_delayed). */
-void pts__sched_heap_sift_down(level_heap *h, squeue *q);
 
 /* The queue's first task changed to a younger one: its key grows. */
 static inline void pts__sched_heap_key_increased(sctx *c, squeue *q) {
