@@ -344,13 +344,12 @@ static inline __attribute__((always_inline)) void run_turn(pts__worker *w, pts_a
       ran = pts__loop_step(a->loop) == 1;
       if (virt) pts__vthread_step_end(w->vt, a);
       steps++;
+      if (ran && run) by_urgency[pts__loop_last_urgency(a->loop)]++;
     }
     wd_end(w);
-    if (!run) break;
-    if (ran && n == 0) by_urgency[pts__loop_last_urgency(a->loop)]++;
     /* A push under way is seen at the next look (maybe_nonempty): the
      * worker looks again before it parks. */
-    if (!ran || steps >= BURST || a->req_target >= 0 ||
+    if (!run || !ran || steps >= BURST || a->req_target >= 0 ||
         pts__mpsc_maybe_nonempty(&w->control))
       break;
     if (!in_place && (pts__mpsc_maybe_nonempty(&w->signaled) ||
