@@ -49,14 +49,15 @@ static void wait_holding(held *h) {
   while (!atomic_load_explicit(&h->holding, memory_order_acquire)) sched_yield();
 }
 
-/* ---- loop ---- */
-
-static void loop_hold(void *data, int status) {
+/* The consumer's first task: it holds the thread until the posts are in. */
+static void hold_task(void *data, int status) {
   held *h = data;
   if (status != 0) return;
   atomic_store_explicit(&h->holding, 1, memory_order_release);
   sem_wait(&h->hold);
 }
+
+/* ---- loop ---- */
 
 static void loop_task(void *data, int status) {
   held *h = data;
@@ -73,7 +74,7 @@ static int run_loop(held *h, pts_task_req *reqs) {
   if (pts_loop_new(NULL, &h->loop) != 0) return 2;
   pts_global *g = pts_loop_default_global(h->loop);
   pthread_t th;
-  if (pts_queue_task_from_any_thread(g, PTS_SOURCE_MESSAGE, loop_hold, h) != 0 ||
+  if (pts_queue_task_from_any_thread(g, PTS_SOURCE_MESSAGE, hold_task, h) != 0 ||
       pthread_create(&th, NULL, loop_thread, h) != 0)
     return 2;
   wait_holding(h);
@@ -88,13 +89,6 @@ static int run_loop(held *h, pts_task_req *reqs) {
 
 /* ---- agent and limited ---- */
 
-static void agent_hold(void *data, int status) {
-  held *h = data;
-  if (status != 0) return;
-  atomic_store_explicit(&h->holding, 1, memory_order_release);
-  sem_wait(&h->hold);
-}
-
 static pts_value agent_task(void *data, int status) {
   held *h = data;
   if (status == 0 && ++h->count == h->n) sem_post(&h->done);
@@ -102,7 +96,7 @@ static pts_value agent_task(void *data, int status) {
 }
 
 static int run_agent(held *h, pts_agent *a, pts_agent_task_req *reqs) {
-  if (pts_agent_queue_task(a, PTS_SOURCE_MESSAGE, agent_hold, h) != 0) return 2;
+  if (pts_agent_queue_task(a, PTS_SOURCE_MESSAGE, hold_task, h) != 0) return 2;
   wait_holding(h);
   for (size_t i = 0; i < h->n; i++)
     if (pts_agent_post_task_req(a, PTS_PRIORITY_USER_VISIBLE, &reqs[i], agent_task, h) != 0)
