@@ -21,7 +21,9 @@
  *   chain       one loop on thread 1, each task posting the next with
  *               pts_scheduler_post_task_cb (yield.post_chain).
  * Thread 1 is the producer; the consumer is the next thread that runs
- * ptsched code (the loop's thread, or the pool's). Exit status 1 on bad
+ * ptsched code (the loop's thread, or the pool's). Prints the consumer's
+ * run, its first task to its last, in ns a task (a wall time: run it
+ * pinned, `taskset -c 0`, and alternate two builds). Exit status 1 on bad
  * arguments, 2 if the library refuses a call or a task is lost. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -32,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "include/ptsched.h"
 
@@ -41,6 +44,7 @@ typedef struct held {
   sem_t hold, done;
   atomic_int holding;
   size_t n, count, posted;
+  uint64_t start, end; /* the consumer's run: its first task to its last */
   pts_loop *loop;   /* loop mode: stopped by the last task */
   pts_agent *agent; /* own mode */
 } held;
@@ -49,19 +53,33 @@ static void wait_holding(held *h) {
   while (!atomic_load_explicit(&h->holding, memory_order_acquire)) sched_yield();
 }
 
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Counts a task; the last one ends the consumer's run. */
+static bool count_task(held *h) {
+  if (++h->count != h->n) return false;
+  h->end = now_ns();
+  return true;
+}
+
 /* The consumer's first task: it holds the thread until the posts are in. */
 static void hold_task(void *data, int status) {
   held *h = data;
   if (status != 0) return;
   atomic_store_explicit(&h->holding, 1, memory_order_release);
   sem_wait(&h->hold);
+  h->start = now_ns();
 }
 
 /* ---- loop ---- */
 
 static void loop_task(void *data, int status) {
   held *h = data;
-  if (status == 0 && ++h->count == h->n) pts_loop_stop(h->loop);
+  if (status == 0 && count_task(h)) pts_loop_stop(h->loop);
 }
 
 static void *loop_thread(void *arg) {
@@ -91,7 +109,7 @@ static int run_loop(held *h, pts_task_req *reqs) {
 
 static pts_value agent_task(void *data, int status) {
   held *h = data;
-  if (status == 0 && ++h->count == h->n) sem_post(&h->done);
+  if (status == 0 && count_task(h)) sem_post(&h->done);
   return pts_undefined();
 }
 
@@ -113,7 +131,7 @@ static void own_batch(held *h);
 static void own_task(void *data, int status) {
   held *h = data;
   if (status != 0) return;
-  if (++h->count == h->n)
+  if (count_task(h))
     sem_post(&h->done);
   else if (h->count == h->posted)
     own_batch(h);
@@ -126,7 +144,9 @@ static void own_batch(held *h) {
 }
 
 static void own_start(void *data, int status) {
-  if (status == 0) own_batch(data);
+  if (status != 0) return;
+  ((held *)data)->start = now_ns();
+  own_batch(data);
 }
 
 static int run_own(held *h, pts_agent *a) {
@@ -143,13 +163,14 @@ static void chain_task(void *data, int status) {
   if (status != 0) return;
   pts_scheduler *s = pts_global_scheduler(pts_loop_default_global(h->loop));
   pts_post_options o = PTS_POST_OPTIONS_INIT;
-  if (++h->count < h->n) (void)pts_scheduler_post_task_cb(s, chain_task, h, &o); /* lost: exit 2 */
+  if (!count_task(h)) (void)pts_scheduler_post_task_cb(s, chain_task, h, &o); /* lost: exit 2 */
 }
 
 static int run_chain(held *h) {
   if (pts_loop_new(NULL, &h->loop) != 0) return 2;
   pts_scheduler *s = pts_global_scheduler(pts_loop_default_global(h->loop));
   pts_post_options o = PTS_POST_OPTIONS_INIT;
+  h->start = now_ns();
   int rc = pts_scheduler_post_task_cb(s, chain_task, h, &o) == 0 &&
                    pts_loop_run(h->loop, PTS_RUN_UNTIL_IDLE) >= 0 && h->count == h->n
                ? 0
@@ -204,6 +225,8 @@ int main(int argc, char **argv) {
   }
   sem_destroy(&h.hold);
   sem_destroy(&h.done);
-  if (rc == 0) printf("%s: %zu tasks\n", modes[mode], n);
+  if (rc == 0)
+    printf("%s: %zu tasks, the consumer's run %.2f ns a task\n", modes[mode], n,
+           (double)(h.end - h.start) / (double)n);
   return rc;
 }
