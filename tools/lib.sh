@@ -3,10 +3,10 @@
 #
 # The strictness rule: a script that builds, installs or runs one job stops at
 # the first failing command (`set -eu`: main.sh, setup.sh, install.sh,
-# deb.sh, docs.sh, node/build.sh); a script that counts failures runs every
-# check and exits non-zero at the end when any failed (`set -u`, each
-# command's status tested: test.sh, check_install.sh, check_npm.sh, fuzz.sh,
-# node/test/run.sh, .ci/run).
+# deb.sh, docs.sh, node/build.sh, bench/ab/*.sh); a script that counts
+# failures runs every check and exits non-zero at the end when any failed
+# (`set -u`, each command's status tested: test.sh, check_install.sh,
+# check_npm.sh, fuzz.sh, node/test/run.sh, .ci/run).
 
 # pts_ver NAME: PTS_VERSION_NAME (MAJOR, MINOR, PATCH) from version.h.
 pts_ver() { sed -n "s/^#define PTS_VERSION_$1 \([0-9]*\)$/\1/p" include/ptsched/version.h; }
