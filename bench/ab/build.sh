@@ -15,12 +15,13 @@ if [ $# != 4 ] || { [ "$4" != offsets ] && [ "$4" != shuffle ]; }; then
   exit 1
 fi
 name=$1 mode=$4
+wt=$(cd "$2" && pwd)
+mkdir -p "$3"
+out=$(cd "$3" && pwd)
 cd "$(dirname "$0")/../.." || exit 1
 . tools/lib.sh
 flags=(-c opt --config=opt "--disk_cache=$(pts_disk_cache)")
-mkdir -p "$3"
-out=$(cd "$3" && pwd)
-cd "$2" || exit 1
+cd "$wt" || exit 1
 target=//bench/runner:ptsched-bench
 runner() { printf '%s/bench/runner/ptsched-bench\n' "$(bazel info "${flags[@]}" bazel-bin 2>/dev/null)"; }
 if [ "$mode" = offsets ]; then
