@@ -6,8 +6,8 @@
 # binaries), A before B in odd rounds and B before A in even ones, each as
 # `taskset -c $CPUS RUNNER --suite SUITES --no-plots` (CPUS: default 0; 0,1
 # places the threads as the runner does by default). Results in
-# OUT/runs/BUILD-VARIANT-ROUND (and its .log); report.py prints the
-# estimators.
+# OUT/runs/BUILD-VARIANT-ROUND (and its .log), replacing an earlier
+# OUT/runs; report.py prints the estimators.
 # Stops at the first failing run (tools/lib.sh's strictness rule).
 set -eu
 if [ $# != 5 ]; then
