@@ -19,7 +19,13 @@
  *               with pts_scheduler_post_task_cb (agents.own_post_run_*);
  *               TASKS post+runs, all on the pool thread;
  *   chain       one loop on thread 1, each task posting the next with
- *               pts_scheduler_post_task_cb (yield.post_chain).
+ *               pts_scheduler_post_task_cb (yield.post_chain);
+ *   promise     one loop on thread 1: batches of 1,000 posts with
+ *               pts_scheduler_post_task, each result promise dropped, then
+ *               a run until idle (throughput.post_run_promise);
+ *   mixed       the same with pts_scheduler_post_task_cb at three
+ *               priorities in a fixed hashed pattern
+ *               (throughput.mixed_priority).
  * Thread 1 is the producer; the consumer is the next thread that runs
  * ptsched code (the loop's thread, or the pool's). Prints the consumer's
  * run, its first task to its last, in ns a task (a wall time: run it
@@ -178,14 +184,58 @@ static int run_chain(held *h) {
   return pts_loop_free(h->loop) == 0 ? rc : 2;
 }
 
+/* ---- promise and mixed ---- */
+
+#define LOOP_BATCH 1000
+
+static pts_value batch_cb(void *data, int status) {
+  if (status == 0) (void)count_task(data);
+  return pts_undefined();
+}
+
+static void batch_task(void *data, int status) {
+  if (status == 0) (void)count_task(data);
+}
+
+/* The runner's pattern of three priorities (bench/runner/peers.c). */
+static int mixed_priority(size_t i) {
+  uint32_t x = (uint32_t)i * 2654435761u;
+  x ^= x >> 15;
+  return (int)(x % 3u);
+}
+
+static int run_batches(held *h, bool promise) {
+  if (pts_loop_new(NULL, &h->loop) != 0) return 2;
+  pts_scheduler *s = pts_global_scheduler(pts_loop_default_global(h->loop));
+  int rc = 0;
+  h->start = now_ns();
+  for (size_t done = 0; rc == 0 && done < h->n; done += LOOP_BATCH) {
+    for (size_t i = 0; rc == 0 && i < LOOP_BATCH && done + i < h->n; i++) {
+      pts_post_options o = PTS_POST_OPTIONS_INIT;
+      if (promise) {
+        pts_promise *p = NULL;
+        rc = pts_scheduler_post_task(s, batch_cb, h, &o, &p) == 0 ? 0 : 2;
+        pts_promise_unref(p); /* as a binding drops an unused result */
+      } else {
+        o.priority = mixed_priority(i);
+        rc = pts_scheduler_post_task_cb(s, batch_task, h, &o) == 0 ? 0 : 2;
+      }
+    }
+    if (rc == 0 && pts_loop_run(h->loop, PTS_RUN_UNTIL_IDLE) < 0) rc = 2;
+  }
+  if (rc == 0 && h->count != h->n) rc = 2;
+  return pts_loop_free(h->loop) == 0 ? rc : 2;
+}
+
 int main(int argc, char **argv) {
-  const char *modes[] = {"loop", "agent", "limited", "own", "chain"};
+  const char *modes[] = {"loop", "agent", "limited", "own", "chain", "promise", "mixed"};
   int mode = -1;
-  for (int i = 0; argc == 3 && i < 5; i++)
+  for (int i = 0; argc == 3 && i < 7; i++)
     if (strcmp(argv[1], modes[i]) == 0) mode = i;
   size_t n = argc == 3 ? strtoull(argv[2], NULL, 10) : 0;
   if (mode < 0 || n == 0) {
-    fprintf(stderr, "usage: %s loop|agent|limited|own|chain TASKS (TASKS > 0)\n", argv[0]);
+    fprintf(stderr, "usage: %s loop|agent|limited|own|chain|promise|mixed TASKS (TASKS > 0)\n",
+            argv[0]);
     return 1;
   }
   held h;
@@ -195,6 +245,8 @@ int main(int argc, char **argv) {
   int rc = 2;
   if (mode == 4) {
     rc = run_chain(&h);
+  } else if (mode >= 5) {
+    rc = run_batches(&h, mode == 5);
   } else if (mode == 0) {
     pts_task_req *reqs = calloc(n, sizeof *reqs);
     if (reqs != NULL) rc = run_loop(&h, reqs);

@@ -4,7 +4,7 @@
 # callgrind: the difference of two runs (300,000 and 100,000 tasks) over
 # 200,000, so start-up, shut-down and the threads' parking cancel out.
 #   bazel build --config=opt //bench/probe:all
-#   bench/probe/post_probe.sh [MODE...]      (default: loop agent limited own chain)
+#   bench/probe/post_probe.sh [MODE...]      (default: all seven)
 # PROBE=path runs another build's post_probe (the A/B of two builds,
 # docs/benchmarks.md, "Comparing two builds"). One line per mode: thread 1
 # is the producer, the others in the order they started (the consumer is
@@ -26,7 +26,7 @@ refs() {
     { echo "$probe $2 $3 failed under valgrind" >&2; exit 1; }
   for f in "$out"/cg."$2.$1"-*; do sed -n 's/^totals: *//p' "$f"; done
 }
-modes=${*:-loop agent limited own chain}
+modes=${*:-loop agent limited own chain promise mixed}
 for m in $modes; do
   hi=($(refs hi "$m" 300000))
   lo=($(refs lo "$m" 100000))
