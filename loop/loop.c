@@ -119,10 +119,13 @@ void pts__loop_ready_update(pts_global *g) {
   bool want = g->active && !g->detached && g->ntasks > 0;
   if (want == g->in_ready) return;
   pts_loop *l = g->loop;
-  if (want)
+  if (want) {
     pts__list_prepend(&l->ready, &g->rlink);
-  else
+    l->nready++;
+  } else {
     pts__list_remove(&g->rlink);
+    l->nready--;
+  }
   g->in_ready = want;
 }
 
@@ -236,7 +239,7 @@ static inline bool provider_idle(pts_loop *loop);
 /* Whether other work than the inbox waits: a queued task, the provider's,
  * a due timer. */
 static bool work_waits(pts_loop *loop) {
-  return !pts__list_empty(&loop->ready) || !provider_idle(loop) ||
+  return loop->nready != 0 || !provider_idle(loop) ||
          (loop->heap.len != 0 && pts__timers_next_deadline(loop) <= pts__loop_now_ns(loop));
 }
 
@@ -371,7 +374,7 @@ static inline bool provider_idle(pts_loop *loop) {
 /* True when the inbox's next command, if it is a message task, would be the
  * pick of this step: nothing else is queued, due or pending in the loop. */
 static inline bool inbox_is_next(pts_loop *loop) {
-  return pts__list_empty(&loop->ready) && loop->heap.len == 0 && loop->mt_head == NULL &&
+  return loop->nready == 0 && loop->heap.len == 0 && loop->mt_head == NULL &&
          provider_idle(loop);
 }
 
@@ -405,7 +408,7 @@ void pts__inbox_pass_count(pts__inbox_pass *pass) {
 /* Whether the pass may take one more task, the provider aside. */
 static inline bool inbox_pass_may_go_on(pts_loop *loop, const pts__inbox_pass *p) {
   return p->ran != p->max && !atomic_load_explicit(&loop->stop_requested, memory_order_relaxed) &&
-         pts__list_empty(&loop->ready) && loop->heap.len == 0 && loop->mt_head == NULL;
+         loop->nready == 0 && loop->heap.len == 0 && loop->mt_head == NULL;
 }
 
 /* A pass that finds no linked successor behind the inbox's last node waits
@@ -502,7 +505,7 @@ static uint32_t inbox_run(pts_loop *loop, uint32_t max, uint32_t *counts, bool *
  * the next). */
 static inline bool only_provider_work(pts_loop *loop) {
   return !pts__mpsc_maybe_nonempty(&loop->inbox) && loop->heap.len == 0 &&
-         pts__list_empty(&loop->ready) &&
+         loop->nready == 0 &&
          !atomic_load_explicit(&loop->stop_requested, memory_order_relaxed);
 }
 
@@ -555,7 +558,7 @@ static int step(pts_loop *loop, bool may_start_idle, bool burst) {
     pts__loop_checkpoint(loop);
     did |= DID_WORK;
   }
-  if (pts__list_empty(&loop->ready) && loop->prov != NULL) {
+  if (loop->nready == 0 && loop->prov != NULL) {
     /* The starvation guard sees one waiting class: its streak ends. */
     loop->streak = 0;
     int ran = loop->prov->run_next(loop->prov_ctx);
@@ -721,7 +724,7 @@ int pts__loop_poll_after_step(pts_loop *loop) {
   /* Only scheduler tasks queued (the common case of a pool's loop): the
    * scheduler's next task is the choice (choose's first class that has
    * work, with no other class to compare it with). */
-  if (pts__list_empty(&loop->ready) && loop->prov != NULL) {
+  if (loop->nready == 0 && loop->prov != NULL) {
     int prio;
     if (loop->prov_levels != NULL) { /* peek's answer, with no call */
       uint32_t levels = *loop->prov_levels;

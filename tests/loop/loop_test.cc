@@ -9,6 +9,8 @@
 #include "util.h"
 
 extern "C" uint64_t pts_test_loop_wakes(pts_loop *loop);
+extern "C" uint32_t pts_test_loop_ready_count(pts_loop *loop);
+extern "C" uint32_t pts_test_loop_ready_len(pts_loop *loop);
 
 using namespace std::chrono_literals;
 
@@ -502,6 +504,41 @@ TEST(Loop, InactiveGlobalsTasksAreNotRunnableAndKeepTheirOrder) {
   EXPECT_EQ(pts_loop_run(loop, PTS_RUN_UNTIL_IDLE), 1);
   // g's tasks kept their enqueue order, older than d4.
   EXPECT_EQ(log.str(), "d1 d2 d3 g1 g2 g3 d4");
+  EXPECT_EQ(pts_loop_free(loop), 0);
+}
+
+// The hot paths test the ready list by its count (loop_impl.h, nready):
+// the count follows the list as globals get tasks, go inactive, come back,
+// run dry and detach.
+TEST(Loop, ReadyCountFollowsTheReadyList) {
+  pts_loop *loop = new_loop();
+  pts_global *d = pts_loop_default_global(loop), *g, *h;
+  ASSERT_EQ(pts_global_new(loop, &g), 0);
+  ASSERT_EQ(pts_global_new(loop, &h), 0);
+  auto ready = [&](uint32_t n) {
+    EXPECT_EQ(pts_test_loop_ready_len(loop), n);
+    EXPECT_EQ(pts_test_loop_ready_count(loop), n);
+  };
+  ready(0);
+  Log log;
+  Rec r[4] = {{&log, "d"}, {&log, "g"}, {&log, "h"}, {&log, "h2"}};
+  ASSERT_EQ(pts_queue_task(d, PTS_SOURCE_GENERIC, rec_fn, &r[0]), 0);
+  ASSERT_EQ(pts_queue_task(g, PTS_SOURCE_GENERIC, rec_fn, &r[1]), 0);
+  ASSERT_EQ(pts_queue_task(h, PTS_SOURCE_GENERIC, rec_fn, &r[2]), 0);
+  ready(3);
+  ASSERT_EQ(pts_queue_task(h, PTS_SOURCE_GENERIC, rec_fn, &r[3]), 0);
+  ready(3);  // a global is on the list once
+  ASSERT_EQ(pts_global_set_active(g, false), 0);
+  ready(2);
+  ASSERT_EQ(pts_global_detach(h), 0);  // its tasks canceled
+  ready(1);
+  EXPECT_EQ(pts_loop_run(loop, PTS_RUN_UNTIL_IDLE), 1);
+  ready(0);
+  ASSERT_EQ(pts_global_set_active(g, true), 0);
+  ready(1);
+  EXPECT_EQ(pts_loop_run(loop, PTS_RUN_UNTIL_IDLE), 1);
+  ready(0);
+  EXPECT_EQ(log.str(), "h! h2! d g");
   EXPECT_EQ(pts_loop_free(loop), 0);
 }
 

@@ -38,3 +38,14 @@ uint32_t pts_test_stream_wait_min(void);
 uint32_t pts_test_stream_wait_min(void) { return PTS__STREAM_WAIT_MIN; }
 uint32_t pts_test_stream_wait_max(void);
 uint32_t pts_test_stream_wait_max(void) { return PTS__STREAM_WAIT_MAX; }
+
+/* The ready list's count (loop_impl.h, nready) and its length by a walk:
+ * the hot paths trust the count, so the two must agree. */
+uint32_t pts_test_loop_ready_count(pts_loop *loop);
+uint32_t pts_test_loop_ready_count(pts_loop *loop) { return loop->nready; }
+uint32_t pts_test_loop_ready_len(pts_loop *loop);
+uint32_t pts_test_loop_ready_len(pts_loop *loop) {
+  uint32_t n = 0;
+  pts__list_each(r, &loop->ready) n++;
+  return n;
+}
