@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/probe/probe.h"
 #include "include/ptsched.h"
 #include "sync/nodecache.h"
 
@@ -41,26 +42,12 @@ typedef struct stream {
 static int spin;
 static int cpus[2] = {-1, -1};
 
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static void bind_to(int cpu) {
-  if (cpu < 0) return;
-  cpu_set_t s;
-  CPU_ZERO(&s);
-  CPU_SET(cpu, &s);
-  (void)pthread_setaffinity_np(pthread_self(), sizeof s, &s);
-}
-
 static void task(void *data, int status) {
   stream *x = data;
   if (status != 0) return;
   for (int i = 0; i < spin; i++) __asm__ volatile("");
   if (++x->count == x->n) {
-    x->end = now_ns();
+    x->end = probe_now_ns();
     sem_post(&x->done);
   }
 }
@@ -72,7 +59,7 @@ static pts_value task_cb(void *data, int status) {
 
 static void bind_pool_thread(void *data, int status) {
   (void)data;
-  if (status == 0) bind_to(cpus[1]);
+  if (status == 0) probe_bind_to(cpus[1]);
 }
 
 static int post(pts_agent *a, int how, pts_agent_task_req *req, stream *x) {
@@ -95,26 +82,15 @@ int main(int argc, char **argv) {
     return 1;
   }
   spin = getenv("SPIN") != NULL ? atoi(getenv("SPIN")) : 0;
-  cpu_set_t set;
-  int k = 0;
-  if (sched_getaffinity(0, sizeof set, &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE && k < 2; c++)
-      if (CPU_ISSET(c, &set)) cpus[k++] = c;
-  if (k < 2) cpus[0] = cpus[1] = -1;
-  bind_to(cpus[0]);
-  pts_pool_options po;
-  memset(&po, 0, sizeof po);
-  po.threads = 1;
-  po.policy = PTS_POLICY_STRICT;
-  po.seed = 42;
+  probe_first_cpus(cpus);
+  probe_bind_to(cpus[0]);
   pts_agent_options o = PTS_AGENT_OPTIONS_INIT;
   o.origin = "probe";
   pts_pool *pool = NULL;
   pts_agent *a = NULL;
   pts_agent_task_req *reqs = how == REQ ? calloc(n, sizeof *reqs) : NULL;
   int rc = 2;
-  if ((how != REQ || reqs != NULL) && pts_pool_new(&po, &pool) == 0 &&
-      pts_agent_new(pool, &o, &a) == 0 &&
+  if ((how != REQ || reqs != NULL) && probe_pool_of_one(&o, &pool, &a) == 0 &&
       pts_agent_queue_task(a, PTS_SOURCE_GENERIC, bind_pool_thread, NULL) == 0 &&
       pts_agent_drain(a) == 0) {
     rc = 0;
@@ -127,10 +103,10 @@ int main(int argc, char **argv) {
         rc = 2;
         break;
       }
-      uint64_t t0 = now_ns();
+      uint64_t t0 = probe_now_ns();
       for (size_t i = 0; rc == 0 && i < n; i++)
         if (post(a, how, reqs != NULL ? &reqs[i] : NULL, &x) != 0) rc = 2;
-      uint64_t tp = now_ns();
+      uint64_t tp = probe_now_ns();
       if (rc == 0) {
         sem_wait(&x.done);
         printf("poster %.1f ns/post, stream %.1f ns/task, blocks live %llu\n",

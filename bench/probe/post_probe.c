@@ -42,6 +42,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/probe/probe.h"
 #include "include/ptsched.h"
 
 #define OWN_BATCH 256
@@ -59,16 +60,10 @@ static void wait_holding(held *h) {
   while (!atomic_load_explicit(&h->holding, memory_order_acquire)) sched_yield();
 }
 
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* Counts a task; the last one ends the consumer's run. */
 static bool count_task(held *h) {
   if (++h->count != h->n) return false;
-  h->end = now_ns();
+  h->end = probe_now_ns();
   return true;
 }
 
@@ -78,7 +73,7 @@ static void hold_task(void *data, int status) {
   if (status != 0) return;
   atomic_store_explicit(&h->holding, 1, memory_order_release);
   sem_wait(&h->hold);
-  h->start = now_ns();
+  h->start = probe_now_ns();
 }
 
 /* ---- loop ---- */
@@ -151,7 +146,7 @@ static void own_batch(held *h) {
 
 static void own_start(void *data, int status) {
   if (status != 0) return;
-  ((held *)data)->start = now_ns();
+  ((held *)data)->start = probe_now_ns();
   own_batch(data);
 }
 
@@ -176,7 +171,7 @@ static int run_chain(held *h) {
   if (pts_loop_new(NULL, &h->loop) != 0) return 2;
   pts_scheduler *s = pts_global_scheduler(pts_loop_default_global(h->loop));
   pts_post_options o = PTS_POST_OPTIONS_INIT;
-  h->start = now_ns();
+  h->start = probe_now_ns();
   int rc = pts_scheduler_post_task_cb(s, chain_task, h, &o) == 0 &&
                    pts_loop_run(h->loop, PTS_RUN_UNTIL_IDLE) >= 0 && h->count == h->n
                ? 0
@@ -208,7 +203,7 @@ static int run_batches(held *h, bool promise) {
   if (pts_loop_new(NULL, &h->loop) != 0) return 2;
   pts_scheduler *s = pts_global_scheduler(pts_loop_default_global(h->loop));
   int rc = 0;
-  h->start = now_ns();
+  h->start = probe_now_ns();
   for (size_t done = 0; rc == 0 && done < h->n; done += LOOP_BATCH) {
     for (size_t i = 0; rc == 0 && i < LOOP_BATCH && done + i < h->n; i++) {
       pts_post_options o = PTS_POST_OPTIONS_INIT;
@@ -252,11 +247,6 @@ int main(int argc, char **argv) {
     if (reqs != NULL) rc = run_loop(&h, reqs);
     free(reqs);
   } else {
-    pts_pool_options po;
-    memset(&po, 0, sizeof po);
-    po.threads = 1;
-    po.policy = PTS_POLICY_STRICT;
-    po.seed = 42;
     pts_agent_options o = PTS_AGENT_OPTIONS_INIT;
     o.origin = "probe";
     if (mode == 2) {
@@ -266,8 +256,7 @@ int main(int argc, char **argv) {
     pts_pool *pool = NULL;
     pts_agent *a = NULL;
     pts_agent_task_req *reqs = mode == 3 ? NULL : calloc(n, sizeof *reqs);
-    if ((mode == 3 || reqs != NULL) && pts_pool_new(&po, &pool) == 0 &&
-        pts_agent_new(pool, &o, &a) == 0) {
+    if ((mode == 3 || reqs != NULL) && probe_pool_of_one(&o, &pool, &a) == 0) {
       rc = mode == 3 ? run_own(&h, a) : run_agent(&h, a, reqs);
       if (pts_agent_destroy(a, true) != 0) rc = 2;
       pts_agent_unref(a);

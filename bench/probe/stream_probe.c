@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/probe/probe.h"
 #include "include/ptsched.h"
 
 typedef struct stream {
@@ -39,33 +40,19 @@ typedef struct stream {
   uint64_t first, end;
 } stream;
 
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static void bind_to(int cpu) {
-  if (cpu < 0) return;
-  cpu_set_t s;
-  CPU_ZERO(&s);
-  CPU_SET(cpu, &s);
-  (void)pthread_setaffinity_np(pthread_self(), sizeof s, &s);
-}
-
 static void task(void *data, int status) {
   stream *x = data;
   if (status != 0) return;
-  if (++x->count == 1) x->first = now_ns();
+  if (++x->count == 1) x->first = probe_now_ns();
   if (x->count == x->n) {
-    x->end = now_ns();
+    x->end = probe_now_ns();
     pts_loop_stop(x->loop);
   }
 }
 
 static void *consumer(void *arg) {
   stream *x = arg;
-  bind_to(x->consumer_cpu);
+  probe_bind_to(x->consumer_cpu);
   atomic_store_explicit(&x->ready, 1, memory_order_release);
   (void)pts_loop_run(x->loop, PTS_RUN_FOREVER);
   return NULL;
@@ -86,19 +73,14 @@ int main(int argc, char **argv) {
   int cpus[2] = {-1, -1};
   const char *pin = getenv("PIN");
   if (pin != NULL && (pin[0] == '1' || pin[0] == '2')) {
-    cpu_set_t set;
-    int k = 0;
-    if (sched_getaffinity(0, sizeof set, &set) == 0)
-      for (int c = 0; c < CPU_SETSIZE && k < 2; c++)
-        if (CPU_ISSET(c, &set)) cpus[k++] = c;
-    if (k < 2) cpus[0] = cpus[1] = -1;
+    probe_first_cpus(cpus);
     if (pin[0] == '2') {
       int c = cpus[0];
       cpus[0] = cpus[1];
       cpus[1] = c;
     }
   }
-  bind_to(cpus[0]);
+  probe_bind_to(cpus[0]);
   /* One cache line each, as the header recommends; touched before the
    * clock, as the runner does. The cached form takes none. */
   pts_task_req *reqs = cached ? NULL : aligned_alloc(64, n * sizeof *reqs);
@@ -114,13 +96,13 @@ int main(int argc, char **argv) {
     pthread_t th;
     if (pthread_create(&th, NULL, consumer, &x) != 0) return 2;
     while (!atomic_load_explicit(&x.ready, memory_order_acquire)) sched_yield();
-    uint64_t t0 = now_ns();
+    uint64_t t0 = probe_now_ns();
     for (size_t i = 0; i < n; i++)
       if ((cached ? pts_queue_task_from_any_thread(g, PTS_SOURCE_MESSAGE, task, &x)
                   : pts_queue_task_req_from_any_thread(g, PTS_SOURCE_MESSAGE, &reqs[i], task,
                                                        &x)) != 0)
         return 2;
-    uint64_t tp = now_ns();
+    uint64_t tp = probe_now_ns();
     pthread_join(th, NULL);
     pts_loop_free(x.loop);
     if (x.count != n) return 2;

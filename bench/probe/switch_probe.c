@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/probe/probe.h"
 #include "include/ptsched.h"
 
 enum { CHAINS = 8 };
@@ -40,12 +41,6 @@ typedef struct chains {
   atomic_size_t *left; /* agents not finished */
   sem_t *done;         /* posted when left reaches 0 */
 } chains;
-
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 static void chain_end(chains *c) {
   if (--c->running == 0 && atomic_fetch_sub(c->left, 1) == 1) sem_post(c->done);
@@ -152,14 +147,14 @@ int main(int argc, char **argv) {
     memset(ch, 0, m * sizeof *ch);
     for (size_t i = 0; i < m; i++)
       ch[i] = (chains){.agent = agents[i], .remaining = tasks / m, .left = &left, .done = &done};
-    uint64_t t0 = now_ns();
+    uint64_t t0 = probe_now_ns();
     for (size_t i = 0; i < m && status == 0; i++)
       if ((rc = pts_agent_queue_task(agents[i], PTS_SOURCE_GENERIC, chains_seed, &ch[i])) != 0) {
         fprintf(stderr, "switch_probe: queue: %s\n", pts_strerror(rc));
         status = 2; /* the agents queued so far end when destroyed */
       }
     if (status == 0) sem_wait(&done);
-    uint64_t t1 = now_ns();
+    uint64_t t1 = probe_now_ns();
     size_t ran = 0;
     for (size_t i = 0; i < m; i++) {
       if (pts_agent_drain(agents[i]) != 0) status = 2;
