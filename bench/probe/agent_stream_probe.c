@@ -13,8 +13,11 @@
  * requests, touched before the clock starts. The poster runs on the first
  * CPU the process may use and the pool's thread on the second (the
  * runner's placement). SPIN=N adds an empty loop of N turns to each task,
- * to slow the consumer. Exit status 1 on bad arguments, 2 if the library
- * refuses a call. */
+ * to slow the consumer. DEPTH=N first posts N tasks while the pool's
+ * thread is held, so the poster's node cache holds at least N blocks, as a
+ * deep stream earlier in the process leaves it (the runner's loop streams
+ * run before its agent streams). Exit status 1 on bad arguments, 2 if the
+ * library refuses a call. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -57,6 +60,10 @@ static pts_value task_cb(void *data, int status) {
   return pts_undefined();
 }
 
+static void hold(void *data, int status) {
+  if (status == 0) sem_wait(data);
+}
+
 static void bind_pool_thread(void *data, int status) {
   (void)data;
   if (status == 0) probe_bind_to(cpus[1]);
@@ -68,6 +75,35 @@ static int post(pts_agent *a, int how, pts_agent_task_req *req, stream *x) {
   if (how == REQ) return pts_agent_post_task_req(a, PTS_PRIORITY_USER_VISIBLE, req, task_cb, x);
   if (how == CACHED) return pts_agent_post_task(a, &o, task_cb, x, NULL, NULL, NULL);
   return pts_agent_queue_task(a, PTS_SOURCE_MESSAGE, task, x);
+}
+
+/* n posts of how's kind while the pool's thread waits in a task, then the
+ * thread is let go and the posts run. */
+static int deep_burst(pts_agent *a, int how, size_t n) {
+  if (n == 0) return 0;
+  pts_agent_task_req *reqs = how == REQ ? calloc(n, sizeof *reqs) : NULL;
+  sem_t go;
+  stream x;
+  memset(&x, 0, sizeof x);
+  x.n = n;
+  if ((how == REQ && reqs == NULL) || sem_init(&go, 0, 0) != 0) {
+    free(reqs);
+    return 2;
+  }
+  int rc = sem_init(&x.done, 0, 0) != 0 ||
+                   pts_agent_queue_task(a, PTS_SOURCE_GENERIC, hold, &go) != 0
+               ? 2
+               : 0;
+  size_t i = 0;
+  for (; rc == 0 && i < n; i++)
+    if (post(a, how, reqs != NULL ? &reqs[i] : NULL, &x) != 0) rc = 2;
+  sem_post(&go);
+  if (rc == 0) sem_wait(&x.done);
+  if (pts_agent_drain(a) != 0) rc = 2;
+  sem_destroy(&x.done);
+  sem_destroy(&go);
+  free(reqs);
+  return rc;
 }
 
 int main(int argc, char **argv) {
@@ -93,7 +129,8 @@ int main(int argc, char **argv) {
   if ((how != REQ || reqs != NULL) && probe_pool_of_one(&o, &pool, &a) == 0 &&
       pts_agent_queue_task(a, PTS_SOURCE_GENERIC, bind_pool_thread, NULL) == 0 &&
       pts_agent_drain(a) == 0) {
-    rc = 0;
+    const char *depth = getenv("DEPTH");
+    rc = depth != NULL ? deep_burst(a, how, strtoull(depth, NULL, 10)) : 0;
     for (int r = 0; rc == 0 && r < reps; r++) {
       if (reqs != NULL) memset(reqs, 0, n * sizeof *reqs);
       stream x;
