@@ -119,13 +119,11 @@ void pts__loop_ready_update(pts_global *g) {
   bool want = g->active && !g->detached && g->ntasks > 0;
   if (want == g->in_ready) return;
   pts_loop *l = g->loop;
-  if (want) {
+  if (want)
     pts__list_prepend(&l->ready, &g->rlink);
-    l->nready++;
-  } else {
+  else
     pts__list_remove(&g->rlink);
-    l->nready--;
-  }
+  l->nready = want ? l->nready + 1 : l->nready - 1;
   g->in_ready = want;
 }
 
