@@ -150,7 +150,7 @@ struct pts_loop {
   pts__list ready; /* globals with runnable tasks (rlink), LIFO */
   /* How many globals are on ready: the hot paths test this against 0, which
    * needs no register for the head's address (a test of the list itself
-   * made run_burst reload that address from its stack every task: 4-5% of
+   * made run_burst reload that address from its stack every task: 2-5% of
    * post_run_promise, docs/loop.md). */
   uint32_t nready;
 

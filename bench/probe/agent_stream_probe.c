@@ -90,14 +90,15 @@ static int deep_burst(pts_agent *a, int how, size_t n) {
     free(reqs);
     return 2;
   }
-  int rc = sem_init(&x.done, 0, 0) != 0 ||
-                   pts_agent_queue_task(a, PTS_SOURCE_GENERIC, hold, &go) != 0
-               ? 2
-               : 0;
-  size_t i = 0;
-  for (; rc == 0 && i < n; i++)
+  if (sem_init(&x.done, 0, 0) != 0) {
+    sem_destroy(&go);
+    free(reqs);
+    return 2;
+  }
+  int rc = pts_agent_queue_task(a, PTS_SOURCE_GENERIC, hold, &go) == 0 ? 0 : 2;
+  for (size_t i = 0; rc == 0 && i < n; i++)
     if (post(a, how, reqs != NULL ? &reqs[i] : NULL, &x) != 0) rc = 2;
-  sem_post(&go);
+  sem_post(&go); /* a hold that never ran (refused) leaves a count nobody takes */
   if (rc == 0) sem_wait(&x.done);
   if (pts_agent_drain(a) != 0) rc = 2;
   sem_destroy(&x.done);
